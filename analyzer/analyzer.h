@@ -1,0 +1,39 @@
+/*
+ * analyzer.h - the pieces of the `wsprof` command.
+ *
+ * Pipeline: the reader (src/) streams events -> the model (model.c) keeps
+ * the live set and figures -> a renderer (summary.c, ...) prints them.
+ * Commands are picked by name in main.c.
+ */
+#ifndef WSP_ANALYZER_H
+#define WSP_ANALYZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "wsprof/trace.h"
+
+/* A trace read to its end into a model. */
+struct wsp_loaded {
+	const char *path;
+	wsprof_trace *trace;
+	struct wsp_model *model;
+	wsprof_trace_status status;
+};
+
+/* Read the whole trace at path. Prints a one-line error and returns
+ * nonzero when nothing could be read; warns (once) when the trace is
+ * truncated or damaged but partly readable. */
+int wsp_load(const char *path, const struct wsp_model_options *opt, struct wsp_loaded *out);
+void wsp_loaded_free(struct wsp_loaded *l);
+
+/* "1.50 MiB": 3 significant digits, binary units. */
+const char *wsp_human_bytes(char *buf, size_t cap, uint64_t bytes);
+/* "12,345" */
+const char *wsp_group_digits(char *buf, size_t cap, uint64_t n);
+
+int wsp_cmd_record(int argc, char **argv);
+int wsp_cmd_summary(int argc, char **argv);
+
+#endif

@@ -1,0 +1,85 @@
+/*
+ * load.c - read a trace into a model, with the analyzer's error policy:
+ * nothing readable -> one-line error and exit status 1; partly readable ->
+ * a warning and the report of what was read.
+ */
+#include "analyzer.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int wsp_load(const char *path, const struct wsp_model_options *opt, struct wsp_loaded *out)
+{
+	memset(out, 0, sizeof *out);
+	out->path = path;
+	int err = wsprof_trace_open(path, &out->trace);
+	if (err < 0) {
+		fprintf(stderr, "wsprof: %s: %s\n", path, wsprof_strerror(err));
+		return 1;
+	}
+	out->model = wsp_model_new(opt);
+	if (!out->model) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		wsp_loaded_free(out);
+		return 1;
+	}
+	wsprof_event ev;
+	while ((err = wsprof_trace_next(out->trace, &ev)) > 0) {
+		err = wsp_model_apply(out->model, out->trace, &ev);
+		if (err < 0)
+			break;
+	}
+	if (err < 0) {
+		fprintf(stderr, "wsprof: %s: %s while reading\n", path, wsprof_strerror(err));
+		wsp_loaded_free(out);
+		return 1;
+	}
+	wsprof_trace_get_status(out->trace, &out->status);
+	if (out->status.error == WSPROF_E_TRUNCATED)
+		fprintf(stderr, "wsprof: warning: %s is truncated (no footer: the program was killed or is still running); "
+			"this report covers the %llu events of its %llu complete chunks\n",
+			path, (unsigned long long)out->status.events, (unsigned long long)out->status.chunks);
+	else if (out->status.error)
+		fprintf(stderr, "wsprof: warning: %s: %s after %llu chunks; this report covers what came before\n",
+			path, wsprof_strerror(out->status.error), (unsigned long long)out->status.chunks);
+	return 0;
+}
+
+void wsp_loaded_free(struct wsp_loaded *l)
+{
+	wsp_model_free(l->model);
+	wsprof_trace_close(l->trace);
+	l->model = NULL;
+	l->trace = NULL;
+}
+
+const char *wsp_human_bytes(char *buf, size_t cap, uint64_t bytes)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	if (bytes < 1024) {
+		snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+		return buf;
+	}
+	double v = (double)bytes;
+	int u = 0;
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, cap, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, unit[u]);
+	return buf;
+}
+
+const char *wsp_group_digits(char *buf, size_t cap, uint64_t n)
+{
+	char raw[32];
+	int len = snprintf(raw, sizeof raw, "%llu", (unsigned long long)n);
+	size_t o = 0;
+	for (int i = 0; i < len && o + 2 < cap; i++) {
+		if (i && (len - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	buf[o] = 0;
+	return buf;
+}

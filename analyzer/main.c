@@ -1,0 +1,58 @@
+/*
+ * main.c - the `wsprof` command: record programs and report on traces.
+ * Sub-commands are looked up in one table.
+ */
+#include "analyzer.h"
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help;
+};
+
+static const struct command reports[] = {
+	{ "summary", wsp_cmd_summary, "program, duration, allocations, peaks and leaks per kind" },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: wsprof record [OPTIONS] [--] PROGRAM [ARGS...]\n"
+		     "       wsprof report REPORT [OPTIONS] TRACE\n"
+		     "       wsprof --version\n\nreports:\n");
+	for (size_t i = 0; i < sizeof reports / sizeof *reports; i++)
+		fprintf(out, "  %-10s %s\n", reports[i].name, reports[i].help);
+	fprintf(out, "\n'wsprof record --help' and 'wsprof report REPORT --help' list the options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("wsprof %s (trace format %d.%d)\n", WSPROF_VERSION, WSPROF_FORMAT_MAJOR, WSPROF_FORMAT_MINOR);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "record"))
+		return wsp_cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report") && argc >= 3) {
+		for (size_t i = 0; i < sizeof reports / sizeof *reports; i++)
+			if (!strcmp(argv[2], reports[i].name))
+				return reports[i].run(argc - 2, argv + 2);
+		fprintf(stderr, "wsprof: unknown report '%s'\n", argv[2]);
+		usage(stderr);
+		return 2;
+	}
+	fprintf(stderr, "wsprof: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,64 @@
+/*
+ * model.h - what the analyzer knows about a trace: the live set and the
+ * per-kind figures, updated one event at a time. No output code here: the
+ * renderers (summary.c, ...) read a finished model.
+ *
+ * Exactness rules (the summary must match a program's own accounting):
+ *  - realloc/mremap count as one free of the old block and one allocation
+ *    of the new one; the old block leaves the live set at MOVE, so the peak
+ *    is taken on the net change;
+ *  - a failed realloc puts the old block back and counts one failure;
+ *  - leaked = live at the end of the trace;
+ *  - a free of an address that is not live (allocated before tracing began,
+ *    or inherited across fork) is counted as untracked, nothing else.
+ */
+#ifndef WSP_MODEL_H
+#define WSP_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wsprof/trace.h"
+
+struct wsp_kind_stats {
+	uint64_t allocations, frees, failed;
+	uint64_t total_bytes;      /* bytes requested by all allocations */
+	uint64_t live_bytes, live_blocks;
+	uint64_t peak_bytes, peak_time_ns;
+	bool seen;                 /* any event of this kind */
+};
+
+struct wsp_block {
+	uint64_t addr, size, stack;
+	uint8_t kind;
+	bool excluded;             /* filtered out: tracked only to match its free */
+};
+
+struct wsp_model;
+
+struct wsp_model_options {
+	/* Count only allocations whose caller (first frame outside the C++
+	 * runtime's operator new) lies in one of these modules: a file name
+	 * ("libfoo.so.1") or a full path. NULL-terminated; NULL: everything. */
+	const char *const *callers;
+};
+
+struct wsp_model *wsp_model_new(const struct wsp_model_options *opt);
+void wsp_model_free(struct wsp_model *m);
+
+/* Apply one event, in trace order. The trace is used for stacks/modules. */
+int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev);
+
+const struct wsp_kind_stats *wsp_model_kind(const struct wsp_model *m, unsigned kind);
+uint64_t wsp_model_untracked_frees(const struct wsp_model *m);
+uint64_t wsp_model_last_time(const struct wsp_model *m);
+
+/* Children forked while tracing, and the program exec'd at the end (or NULL). */
+size_t wsp_model_children(const struct wsp_model *m, const uint32_t **pids);
+const char *wsp_model_exec(const struct wsp_model *m);
+
+/* Call fn for every live block (heap blocks and mmap ranges). */
+void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg);
+
+#endif

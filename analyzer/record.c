@@ -1,0 +1,233 @@
+/*
+ * record.c - `wsprof record`: run a program with libwsprof.so preloaded.
+ *
+ * Settings travel to the preload library as WSPROF_* environment
+ * variables; the library lists every trace it writes (one per process:
+ * forked children and exec'd programs get their own) in a manifest file,
+ * which is how this command can say where the traces are. The exit status
+ * is the program's, or 128+signal if it was killed.
+ */
+#include "analyzer.h"
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void usage(FILE *out)
+{
+	fputs("usage: wsprof record [-o FILE] [--no-follow] [--stack-depth N] [--flush-ms N] [--] PROGRAM [ARGS...]\n"
+	      "  -o, --output FILE   trace file (default wsprof.PROGRAM.PID.wsp; %p = pid, %e = program name)\n"
+	      "      --no-follow     do not trace forked children and exec'd programs (WSPROF_FOLLOW=0)\n"
+	      "      --stack-depth N frames per call stack, 1..256 (default 64)\n"
+	      "      --flush-ms N    write what was recorded at least every N ms (default 200)\n"
+	      "environment: WSPROF_PRELOAD names the preload library to use instead of the one found\n"
+	      "next to this program.\n", out);
+}
+
+static bool is_file(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The preload library: $WSPROF_PRELOAD, the build tree, or the install prefix. */
+static bool find_preload(char out[PATH_MAX])
+{
+	const char *env = getenv("WSPROF_PRELOAD");
+	if (env && *env) {
+		if (!realpath(env, out) || !is_file(out)) {
+			fprintf(stderr, "wsprof: WSPROF_PRELOAD=%s is not a file: point it at libwsprof.so\n", env);
+			return false;
+		}
+		return true;
+	}
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return false;
+	self[n] = 0;
+	char *slash = strrchr(self, '/');
+	*slash = 0;
+	const char *candidates[] = { "../preload/" WSPROF_PRELOAD_NAME,
+				     WSPROF_PRELOAD_FROM_BINDIR "/" WSPROF_PRELOAD_NAME };
+	for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++) {
+		char try[PATH_MAX * 2];
+		snprintf(try, sizeof try, "%s/%s", self, candidates[i]);
+		if (is_file(try) && realpath(try, out))
+			return true;
+	}
+	fprintf(stderr, "wsprof: cannot find %s next to %s (looked in ../preload and %s); "
+		"set WSPROF_PRELOAD to its path\n", WSPROF_PRELOAD_NAME, self, WSPROF_PRELOAD_FROM_BINDIR);
+	return false;
+}
+
+/* Resolve PROGRAM the way execvp will, to check it before running. */
+static bool find_program(const char *prog, char *out, size_t cap)
+{
+	if (strchr(prog, '/')) {
+		snprintf(out, cap, "%s", prog);
+		return access(out, X_OK) == 0;
+	}
+	const char *path = getenv("PATH");
+	for (const char *s = path ? path : "/usr/bin:/bin"; *s;) {
+		size_t len = strcspn(s, ":");
+		snprintf(out, cap, "%.*s/%s", (int)len, len ? s : ".", prog);
+		if (access(out, X_OK) == 0 && is_file(out))
+			return true;
+		s += len + (s[len] == ':');
+	}
+	return false;
+}
+
+static bool set_number(const char *name, const char *value, unsigned lo, unsigned hi)
+{
+	char *end;
+	unsigned long v = strtoul(value, &end, 10);
+	if (*value == '-' || *end || v < lo || v > hi) {
+		fprintf(stderr, "wsprof: %s must be a whole number from %u to %u, not '%s'\n",
+			name, lo, hi, value);
+		return false;
+	}
+	return true;
+}
+
+static void report_traces(const char *manifest, pid_t root)
+{
+	FILE *f = fopen(manifest, "r");
+	char line[PATH_MAX + 32];
+	int count = 0;
+	char first[PATH_MAX] = "";
+	while (f && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		char *tab = strchr(line, '\t');
+		if (!tab)
+			continue;
+		*tab = 0;
+		bool is_root = atoi(line) == root && count == 0;
+		fprintf(stderr, "wsprof: trace of pid %s%s: %s\n", line, is_root ? "" : " (child or exec)", tab + 1);
+		if (!count)
+			snprintf(first, sizeof first, "%s", tab + 1);
+		count++;
+	}
+	if (f)
+		fclose(f);
+	if (count)
+		fprintf(stderr, "wsprof: see it with: wsprof report summary %s\n", first);
+	else
+		fprintf(stderr, "wsprof: no trace was written: the program may be statically linked or setuid "
+			"(the loader then ignores LD_PRELOAD), or the output directory is not writable\n");
+}
+
+int wsp_cmd_record(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "no-follow", no_argument, NULL, 'F' },
+		{ "stack-depth", required_argument, NULL, 'd' },
+		{ "flush-ms", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *output = NULL;
+	int o;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'o': output = optarg; break;
+		case 'F': setenv("WSPROF_FOLLOW", "0", 1); break;
+		case 'd':
+			if (!set_number("--stack-depth", optarg, 1, 256))
+				return 2;
+			setenv("WSPROF_STACK_DEPTH", optarg, 1);
+			break;
+		case 'f':
+			if (!set_number("--flush-ms", optarg, 1, 60000))
+				return 2;
+			setenv("WSPROF_FLUSH_MS", optarg, 1);
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "wsprof: record needs a program to run\n");
+		usage(stderr);
+		return 2;
+	}
+	char preload[PATH_MAX], prog[PATH_MAX];
+	if (!find_preload(preload))
+		return 1;
+	if (!find_program(argv[optind], prog, sizeof prog)) {
+		fprintf(stderr, "wsprof: cannot run %s: not found or not executable\n", argv[optind]);
+		return 127;
+	}
+	struct stat st;
+	if (stat(prog, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)) && geteuid() != 0) {
+		fprintf(stderr, "wsprof: %s is setuid/setgid: the loader ignores LD_PRELOAD for it, so it cannot be "
+			"traced; run it as its owner or copy it without the set-id bit\n", prog);
+		return 1;
+	}
+
+	char cwd[PATH_MAX], pattern[PATH_MAX * 2];
+	if (!getcwd(cwd, sizeof cwd))
+		snprintf(cwd, sizeof cwd, ".");
+	if (output) {
+		if (access(output, F_OK) == 0) {
+			fprintf(stderr, "wsprof: %s already exists; remove it or pick another name with -o\n", output);
+			return 1;
+		}
+		snprintf(pattern, sizeof pattern, "%s%s%s", output[0] == '/' ? "" : cwd, output[0] == '/' ? "" : "/", output);
+	} else {
+		snprintf(pattern, sizeof pattern, "%s/wsprof.%%e.%%p.wsp", cwd);
+	}
+	setenv("WSPROF_OUTPUT", pattern, 1);
+
+	char manifest[] = "/tmp/wsprof-manifest-XXXXXX";
+	int mfd = mkstemp(manifest);
+	if (mfd < 0) {
+		fprintf(stderr, "wsprof: cannot create a temporary file in /tmp: %s\n", strerror(errno));
+		return 1;
+	}
+	close(mfd);
+	setenv("WSPROF_MANIFEST", manifest, 1);
+
+	const char *old = getenv("LD_PRELOAD");
+	char *ld = malloc(strlen(preload) + (old ? strlen(old) : 0) + 2);
+	sprintf(ld, "%s%s%s", preload, old && *old ? ":" : "", old && *old ? old : "");
+	setenv("LD_PRELOAD", ld, 1);
+	free(ld);
+
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "wsprof: cannot fork: %s\n", strerror(errno));
+		unlink(manifest);
+		return 1;
+	}
+	if (pid == 0) {
+		execv(prog, argv + optind);
+		fprintf(stderr, "wsprof: cannot run %s: %s\n", prog, strerror(errno));
+		_exit(127);
+	}
+	/* Like time(1): the terminal's signals are for the program. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	report_traces(manifest, pid);
+	unlink(manifest);
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, "wsprof: %s was killed by signal %d\n", argv[optind], WTERMSIG(status));
+		return 128 + WTERMSIG(status);
+	}
+	return WEXITSTATUS(status);
+}

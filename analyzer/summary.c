@@ -1,0 +1,184 @@
+/*
+ * summary.c - `wsprof report summary`: the whole trace in a few lines, or
+ * one JSON object with every figure (--json).
+ */
+#include "analyzer.h"
+#include "json.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void usage(FILE *out)
+{
+	fputs("usage: wsprof report summary [--json] [--caller MODULE]... TRACE\n"
+	      "  --json           one JSON object with every figure\n"
+	      "  --caller MODULE  count only allocations made from MODULE (a file name such as\n"
+	      "                   libfoo.so.1, or a full path); C++ operator new is looked through.\n"
+	      "                   May be repeated.\n", out);
+}
+
+static const char *status_word(const wsprof_trace_status *st)
+{
+	if (st->complete)
+		return st->ended_by_exec ? "complete (ended by exec)" : "complete";
+	return st->error == WSPROF_E_TRUNCATED ? "truncated" : "damaged";
+}
+
+static void print_json(const struct wsp_loaded *l)
+{
+	const wsprof_process *p = wsprof_trace_process(l->trace);
+	const wsprof_trace_status *st = &l->status;
+	struct wsp_json j;
+	wsp_json_init(&j, stdout);
+	wsp_json_begin_object(&j, NULL);
+	wsp_json_string(&j, "trace", l->path);
+	wsp_json_bool(&j, "complete", st->complete);
+	wsp_json_string(&j, "status", status_word(st));
+	if (st->error)
+		wsp_json_string(&j, "warning", wsprof_strerror(st->error));
+	wsp_json_double(&j, "duration_s", (double)st->end_time_ns / 1e9);
+	wsp_json_uint(&j, "threads", st->threads);
+	wsp_json_uint(&j, "events", st->events);
+	wsp_json_uint(&j, "chunks", st->chunks);
+	wsp_json_begin_object(&j, "process");
+	wsp_json_uint(&j, "pid", p->pid);
+	wsp_json_uint(&j, "ppid", p->ppid);
+	if (p->parent_traced_pid)
+		wsp_json_uint(&j, "forked_from", p->parent_traced_pid);
+	wsp_json_string(&j, "exe", p->exe);
+	wsp_json_string(&j, "cmdline", p->cmdline);
+	wsp_json_double(&j, "start_unix_s", (double)p->start_realtime_ns / 1e9);
+	wsp_json_end_object(&j);
+	wsp_json_begin_object(&j, "recorder");
+	wsp_json_string(&j, "version", p->tool_version);
+	char fmt[32];
+	snprintf(fmt, sizeof fmt, "%u.%u", p->format_major, p->format_minor);
+	wsp_json_string(&j, "format", fmt);
+	wsp_json_uint(&j, "stack_depth", p->stack_depth);
+	wsp_json_uint(&j, "flush_ms", p->flush_ms);
+	wsp_json_bool(&j, "follow", p->follow);
+	wsp_json_end_object(&j);
+	wsp_json_begin_object(&j, "kinds");
+	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
+		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);
+		if (!s->seen)
+			continue;
+		wsp_json_begin_object(&j, wsprof_kind_name(k));
+		wsp_json_uint(&j, "allocations", s->allocations);
+		wsp_json_uint(&j, "frees", s->frees);
+		wsp_json_uint(&j, "failed", s->failed);
+		wsp_json_uint(&j, "peak_bytes", s->peak_bytes);
+		wsp_json_double(&j, "peak_time_s", (double)s->peak_time_ns / 1e9);
+		wsp_json_uint(&j, "leaked_bytes", s->live_bytes);
+		wsp_json_uint(&j, "leaked_blocks", s->live_blocks);
+		wsp_json_uint(&j, "total_bytes", s->total_bytes);
+		wsp_json_end_object(&j);
+	}
+	wsp_json_end_object(&j);
+	wsp_json_uint(&j, "untracked_frees", wsp_model_untracked_frees(l->model));
+	const uint32_t *kids;
+	size_t n = wsp_model_children(l->model, &kids);
+	wsp_json_begin_array(&j, "children");
+	for (size_t i = 0; i < n; i++)
+		wsp_json_uint(&j, NULL, kids[i]);
+	wsp_json_end_array(&j);
+	wsp_json_string(&j, "exec", wsp_model_exec(l->model));
+	wsp_json_end_object(&j);
+}
+
+static void print_text(const struct wsp_loaded *l, bool filtered)
+{
+	const wsprof_process *p = wsprof_trace_process(l->trace);
+	const wsprof_trace_status *st = &l->status;
+	char a[32], b[32], c[32], d[32], e[32], f[32];
+	printf("wsprof summary of %s\n", l->path);
+	printf("  program   %s\n", p->cmdline[0] ? p->cmdline : p->exe);
+	printf("  process   pid %u, parent %u", p->pid, p->ppid);
+	if (p->parent_traced_pid)
+		printf(", forked from traced pid %u", p->parent_traced_pid);
+	printf("\n");
+	time_t start = (time_t)(p->start_realtime_ns / 1000000000u);
+	struct tm tm;
+	char when[64] = "?";
+	if (gmtime_r(&start, &tm))
+		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+	printf("  recorded  %s, %.3f s, %llu thread%s, %s events\n", when, (double)st->end_time_ns / 1e9,
+	       (unsigned long long)st->threads, st->threads == 1 ? "" : "s", wsp_group_digits(a, sizeof a, st->events));
+	printf("  trace     %s (format %u.%u, wsprof %s)\n\n", status_word(st), p->format_major, p->format_minor,
+	       p->tool_version);
+	if (filtered)
+		printf("  (only allocations made from the --caller modules are counted)\n\n");
+	printf("  %-8s %13s %13s %8s %11s %11s %13s\n", "kind", "allocations", "frees", "failed", "peak",
+	       "leaked", "leaked blocks");
+	bool any = false;
+	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
+		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);
+		if (!s->seen)
+			continue;
+		any = true;
+		printf("  %-8s %13s %13s %8s %11s %11s %13s\n", wsprof_kind_name(k),
+		       wsp_group_digits(a, sizeof a, s->allocations), wsp_group_digits(b, sizeof b, s->frees),
+		       wsp_group_digits(c, sizeof c, s->failed), wsp_human_bytes(d, sizeof d, s->peak_bytes),
+		       wsp_human_bytes(e, sizeof e, s->live_bytes), wsp_group_digits(f, sizeof f, s->live_blocks));
+	}
+	if (!any)
+		printf("  (no allocations recorded)\n");
+	uint64_t untracked = wsp_model_untracked_frees(l->model);
+	if (untracked)
+		printf("\n  untracked frees: %s (blocks allocated before tracing began, e.g. inherited across fork)\n",
+		       wsp_group_digits(a, sizeof a, untracked));
+	const uint32_t *kids;
+	size_t n = wsp_model_children(l->model, &kids);
+	if (n) {
+		printf("\n  forked children (each traced into its own file when following):");
+		for (size_t i = 0; i < n; i++)
+			printf(" %u", kids[i]);
+		printf("\n");
+	}
+	if (wsp_model_exec(l->model))
+		printf("\n  ended by exec of %s (traced into its own file when following)\n", wsp_model_exec(l->model));
+}
+
+int wsp_cmd_summary(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "caller", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	bool json = false;
+	const char **callers = calloc((size_t)argc + 1, sizeof *callers);
+	size_t ncallers = 0;
+	int o;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "+jc:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'j': json = true; break;
+		case 'c': callers[ncallers++] = optarg; break;
+		case 'h': usage(stdout); free(callers); return 0;
+		default: usage(stderr); free(callers); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "wsprof: report summary needs exactly one trace file\n");
+		usage(stderr);
+		free(callers);
+		return 2;
+	}
+	struct wsp_model_options mo = { ncallers ? callers : NULL };
+	struct wsp_loaded l;
+	int rc = wsp_load(argv[optind], &mo, &l);
+	if (rc == 0) {
+		if (json)
+			print_json(&l);
+		else
+			print_text(&l, ncallers > 0);
+		wsp_loaded_free(&l);
+	}
+	free(callers);
+	return rc;
+}

@@ -1,0 +1,150 @@
+/*
+ * wsprof/trace.h - read wsprof traces.
+ *
+ * A trace is what libwsprof.so writes while a program runs (see
+ * doc/trace-format.md). This API streams it: events come out one at a time
+ * in the program's global order (by sequence number), and the reader's
+ * memory grows with the number of distinct stacks and modules, not with the
+ * length of the trace.
+ *
+ *   wsprof_trace *t;
+ *   int err = wsprof_trace_open("app.wsp", &t);
+ *   if (err < 0) { fprintf(stderr, "%s\n", wsprof_strerror(err)); ... }
+ *   wsprof_event ev;
+ *   while ((err = wsprof_trace_next(t, &ev)) > 0) { ... }
+ *   wsprof_trace_close(t);
+ *
+ * Errors are negative numbers: -errno for system errors, WSPROF_E_* for
+ * trace errors; wsprof_strerror() names both. Nothing here prints.
+ */
+#ifndef WSPROF_TRACE_H
+#define WSPROF_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef WSPROF_API
+#define WSPROF_API __attribute__((visibility("default")))
+#endif
+
+/* Trace format version this reader writes and understands (doc/trace-format.md). */
+#define WSPROF_FORMAT_MAJOR 1
+#define WSPROF_FORMAT_MINOR 0
+
+enum wsprof_error {
+	WSPROF_E_NOT_TRACE = -4097, /* the file is not a wsprof trace */
+	WSPROF_E_NEWER = -4098,     /* written by a newer wsprof: format major too high */
+	WSPROF_E_CORRUPT = -4099,   /* a chunk or record is malformed */
+	WSPROF_E_TRUNCATED = -4100, /* the file ends inside a frame */
+	WSPROF_E_EMPTY = -4101,     /* the file is empty */
+};
+
+/* @return a one-line description of err (negative errno or WSPROF_E_*). */
+WSPROF_API const char *wsprof_strerror(int err);
+
+enum wsprof_kind {
+	WSPROF_KIND_HEAP = 0,
+	WSPROF_KIND_MMAP = 1,
+	WSPROF_KIND_CUDA_DEVICE = 2,
+	WSPROF_KIND_CUDA_MANAGED = 3,
+	WSPROF_KIND_CUDA_HOST = 4,
+	WSPROF_KIND_CUDA_VMM = 5,
+	WSPROF_KIND_POOL = 6,
+	WSPROF_KIND_COUNT = 7
+};
+
+/* @return the kind's name as used in reports ("heap", "mmap", ...), or NULL. */
+WSPROF_API const char *wsprof_kind_name(unsigned kind);
+
+enum wsprof_op {
+	WSPROF_OP_MALLOC = 0, WSPROF_OP_CALLOC, WSPROF_OP_REALLOC, WSPROF_OP_REALLOCARRAY,
+	WSPROF_OP_POSIX_MEMALIGN, WSPROF_OP_ALIGNED_ALLOC, WSPROF_OP_MEMALIGN, WSPROF_OP_VALLOC,
+	WSPROF_OP_PVALLOC, WSPROF_OP_FREE, WSPROF_OP_CFREE, WSPROF_OP_MMAP, WSPROF_OP_MUNMAP,
+	WSPROF_OP_MREMAP, WSPROF_OP_COUNT
+};
+
+/* @return the operation's name ("malloc", "posix_memalign", ...), or NULL. */
+WSPROF_API const char *wsprof_op_name(unsigned op);
+
+enum wsprof_event_type {
+	WSPROF_EV_ALLOC = 1,  /* addr, size, kind, op, stack */
+	WSPROF_EV_FREE,       /* addr, kind, op */
+	WSPROF_EV_MOVE,       /* addr (old block), size (old size): realloc/mremap began */
+	WSPROF_EV_FAIL,       /* size, kind, op, stack: an allocation failed */
+	WSPROF_EV_UNMAP,      /* addr, size (length): release a range */
+	WSPROF_EV_MODULE_LOAD,   /* addr (load bias), path, build_id */
+	WSPROF_EV_MODULE_UNLOAD, /* addr (load bias) */
+	WSPROF_EV_FORK,       /* child_pid */
+	WSPROF_EV_EXEC,       /* path */
+};
+
+typedef struct wsprof_event {
+	int type;            /* enum wsprof_event_type */
+	unsigned kind;       /* enum wsprof_kind */
+	unsigned op;         /* enum wsprof_op */
+	uint32_t tid;        /* thread that made the call */
+	uint64_t seq;        /* process-wide order */
+	uint64_t time_ns;    /* nanoseconds since the process started */
+	uint64_t addr;
+	uint64_t size;
+	uint64_t stack;      /* stack id for wsprof_trace_stack(), 0: none */
+	uint32_t child_pid;
+	const char *path;    /* valid until the next wsprof_trace_next() */
+	const uint8_t *build_id;
+	size_t build_id_len;
+} wsprof_event;
+
+typedef struct wsprof_process {
+	uint32_t pid, ppid, parent_traced_pid;
+	uint64_t start_realtime_ns;
+	const char *exe;
+	const char *cmdline;   /* arguments separated by spaces */
+	const char *tool_version;
+	unsigned format_major, format_minor;
+	unsigned stack_depth, flush_ms, follow;
+} wsprof_process;
+
+typedef struct wsprof_trace_status {
+	int complete;        /* footer (or exec) seen and consistent with what was read */
+	int ended_by_exec;   /* the process image ended in exec */
+	int error;           /* 0, or why reading stopped early (WSPROF_E_TRUNCATED, ...) */
+	uint64_t chunks;     /* complete chunks read */
+	uint64_t events;     /* event records read */
+	uint64_t end_time_ns;  /* footer time, else the last event's time */
+	uint64_t threads;    /* distinct thread ids seen */
+} wsprof_trace_status;
+
+typedef struct wsprof_trace wsprof_trace;
+
+/* Open a trace and read its header.
+ * @return 0, or a negative error (-ENOENT, WSPROF_E_NOT_TRACE, WSPROF_E_NEWER, ...). */
+WSPROF_API int wsprof_trace_open(const char *path, wsprof_trace **out);
+
+/* Next event in global order.
+ * @return 1 with *ev filled, 0 at the end. A damaged or truncated trace ends
+ * early with 0; wsprof_trace_get_status() tells why. Negative only for
+ * errors that make reading impossible (out of memory). */
+WSPROF_API int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev);
+
+WSPROF_API const wsprof_process *wsprof_trace_process(const wsprof_trace *t);
+WSPROF_API void wsprof_trace_get_status(const wsprof_trace *t, wsprof_trace_status *st);
+
+/* Frames of a stack, innermost first.
+ * @return the stack's depth (may exceed max; only max frames are stored),
+ * or 0 for stack 0 or an unknown id. */
+WSPROF_API size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint64_t *ips, size_t max);
+
+/* The module loaded at addr at this point of the stream.
+ * @return the module's path and sets *base to its load bias, or NULL. */
+WSPROF_API const char *wsprof_trace_module_at(const wsprof_trace *t, uint64_t addr, uint64_t *base);
+
+WSPROF_API void wsprof_trace_close(wsprof_trace *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,70 @@
+/*
+ * config.c - WSPROF_* settings from the environment.
+ *
+ * Read once at start (and again in an exec'd program). A malformed value
+ * never stops the program: one warning line on stderr, then the default.
+ * Uses getenv and write(2) only: no allocation, no stdio.
+ */
+#include "wsp.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct wsp_config wsp_cfg;
+
+void wsp_warn(const char *fmt, ...)
+{
+	char line[512];
+	int n = snprintf(line, sizeof line, "wsprof: ");
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	n += m < 0 ? 0 : m;
+	if (n > (int)sizeof line - 2)
+		n = (int)sizeof line - 2;
+	line[n++] = '\n';
+	int saved = errno;
+	ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+	(void)w;
+	errno = saved;
+}
+
+static unsigned env_uint(const char *name, unsigned lo, unsigned hi, unsigned def)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return def;
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (errno || *end || *v == '-' || n < lo || n > hi) {
+		wsp_warn("ignoring %s=%.64s (expected a whole number from %u to %u); using %u",
+			 name, v, lo, hi, def);
+		return def;
+	}
+	return (unsigned)n;
+}
+
+static void env_path(const char *name, char *dst, size_t cap, const char *def)
+{
+	const char *v = getenv(name);
+	if (v && strlen(v) >= cap) {
+		wsp_warn("ignoring %s: longer than %zu bytes; using %s", name, cap - 1, def);
+		v = NULL;
+	}
+	snprintf(dst, cap, "%s", v && *v ? v : def);
+}
+
+void wsp_config_load(void)
+{
+	env_path("WSPROF_OUTPUT", wsp_cfg.output, sizeof wsp_cfg.output, "wsprof.%e.%p.wsp");
+	env_path("WSPROF_MANIFEST", wsp_cfg.manifest, sizeof wsp_cfg.manifest, "");
+	wsp_cfg.stack_depth = env_uint("WSPROF_STACK_DEPTH", 1, 256, 64);
+	wsp_cfg.flush_ms = env_uint("WSPROF_FLUSH_MS", 1, 60000, 200);
+	wsp_cfg.follow = env_uint("WSPROF_FOLLOW", 0, 1, 1) != 0;
+}

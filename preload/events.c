@@ -1,0 +1,418 @@
+/*
+ * events.c - per-thread event buffers and the records the hooks write.
+ *
+ * Each thread appends encoded records to its own buffer under its own
+ * lock, which only the writer's sweep ever contends for: there is no global
+ * lock on the hot path, only one atomic counter for the global order. A full
+ * buffer is queued for the writer and the thread takes a fresh one from a
+ * bounded pool (waiting for the writer when the pool is spent, which bounds
+ * wsprof's memory). Every buffer starts a new segment (doc/trace-format.md).
+ *
+ * Reentrancy: called from hooks with the guard held; the thread lock is
+ * never held across anything that can block, so the writer can always
+ * steal. Signal handlers that allocate while the guard is held pass through.
+ */
+#include "wsp.h"
+
+#include "format.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUF_SIZE (128 * 1024)
+#define BUF_MAX_BYTES (64u << 20)
+
+_Atomic uint64_t wsp_seq;
+uint64_t wsp_start_mono, wsp_start_real;
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct wsp_thread *threads;
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cond = PTHREAD_COND_INITIALIZER;
+static struct wsp_buf *pool_free;
+static size_t pool_made;
+
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct wsp_buf *queue_head, *queue_tail;
+
+static inline void spin_lock(atomic_flag *l)
+{
+	while (atomic_flag_test_and_set_explicit(l, memory_order_acquire))
+		;
+}
+
+static inline void spin_unlock(atomic_flag *l)
+{
+	atomic_flag_clear_explicit(l, memory_order_release);
+}
+
+uint64_t wsp_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return now > wsp_start_mono ? now - wsp_start_mono : 0;
+}
+
+/* ---- buffer pool and queue ------------------------------------------ */
+
+struct wsp_buf *wsp_buf_get(void)
+{
+	pthread_mutex_lock(&pool_lock);
+	struct wsp_buf *b = NULL;
+	while (atomic_load(&wsp_state) == WSP_ACTIVE || atomic_load(&wsp_state) == WSP_STARTING) {
+		if (pool_free) {
+			b = pool_free;
+			pool_free = b->next;
+			break;
+		}
+		if (pool_made * BUF_SIZE < BUF_MAX_BYTES) {
+			b = wsp_pages_alloc(BUF_SIZE);
+			if (b) {
+				pool_made++;
+				b->cap = BUF_SIZE - sizeof *b;
+				break;
+			}
+		}
+		wsp_writer_wake();
+		pthread_cond_wait(&pool_cond, &pool_lock);
+	}
+	pthread_mutex_unlock(&pool_lock);
+	if (b) {
+		b->next = NULL;
+		b->len = 0;
+		b->events = 0;
+	}
+	return b;
+}
+
+/* Wake every thread waiting for a buffer: recording has stopped. */
+void wsp_buf_release_waiters(void)
+{
+	pthread_mutex_lock(&pool_lock);
+	pthread_cond_broadcast(&pool_cond);
+	pthread_mutex_unlock(&pool_lock);
+}
+
+void wsp_buf_put(struct wsp_buf *b)
+{
+	pthread_mutex_lock(&pool_lock);
+	b->next = pool_free;
+	pool_free = b;
+	pthread_cond_signal(&pool_cond);
+	pthread_mutex_unlock(&pool_lock);
+}
+
+void wsp_buf_enqueue(struct wsp_buf *b)
+{
+	b->next = NULL;
+	pthread_mutex_lock(&queue_lock);
+	if (queue_tail)
+		queue_tail->next = b;
+	else
+		queue_head = b;
+	queue_tail = b;
+	pthread_mutex_unlock(&queue_lock);
+	wsp_writer_wake();
+}
+
+struct wsp_buf *wsp_buf_dequeue_all(void)
+{
+	pthread_mutex_lock(&queue_lock);
+	struct wsp_buf *b = queue_head;
+	queue_head = queue_tail = NULL;
+	pthread_mutex_unlock(&queue_lock);
+	return b;
+}
+
+/* ---- threads -------------------------------------------------------- */
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void on_thread_exit(void *arg)
+{
+	wsp_tls.guard++;
+	wsp_thread_exit(arg);
+	wsp_tls.guard--;
+}
+
+static void make_exit_key(void)
+{
+	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+struct wsp_thread *wsp_thread_self(void)
+{
+	struct wsp_thread *t = wsp_tls.thread;
+	if (t)
+		return t;
+	pthread_once(&exit_key_once, make_exit_key);
+	pthread_mutex_lock(&reg_lock);
+	for (t = threads; t && !t->dead; t = t->next)
+		;
+	if (!t) {
+		t = wsp_mem_alloc(sizeof *t);
+		if (t) {
+			atomic_flag_clear(&t->lock);
+			t->next = threads;
+			threads = t;
+		}
+	}
+	if (t) {
+		t->dead = false;
+		t->tid = (uint32_t)gettid();
+	}
+	pthread_mutex_unlock(&reg_lock);
+	if (t) {
+		wsp_tls.thread = t;
+		pthread_setspecific(exit_key, t);
+	}
+	return t;
+}
+
+/* The thread is going away: queue what it recorded and free its entry. */
+void wsp_thread_exit(struct wsp_thread *t)
+{
+	spin_lock(&t->lock);
+	struct wsp_buf *b = t->buf;
+	t->buf = NULL;
+	if (b)
+		wsp_buf_enqueue(b);
+	spin_unlock(&t->lock);
+	wsp_tls.thread = NULL;
+	pthread_mutex_lock(&reg_lock);
+	t->dead = true;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+uint64_t wsp_threads_sweep(void)
+{
+	uint64_t watermark = atomic_load(&wsp_seq);
+	pthread_mutex_lock(&reg_lock);
+	for (struct wsp_thread *t = threads; t; t = t->next) {
+		spin_lock(&t->lock);
+		struct wsp_buf *b = t->buf;
+		t->buf = NULL;
+		spin_unlock(&t->lock);
+		if (b)
+			wsp_buf_enqueue(b);
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return watermark;
+}
+
+void wsp_events_lock_all(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (struct wsp_thread *t = threads; t; t = t->next)
+		spin_lock(&t->lock);
+	wsp_stacks_lock();
+	pthread_mutex_lock(&pool_lock);
+	pthread_mutex_lock(&queue_lock);
+}
+
+void wsp_events_unlock_all(void)
+{
+	pthread_mutex_unlock(&queue_lock);
+	pthread_mutex_unlock(&pool_lock);
+	wsp_stacks_unlock();
+	for (struct wsp_thread *t = threads; t; t = t->next)
+		spin_unlock(&t->lock);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* In a forked child (called with everything locked by the parent's
+ * prepare handler): what is buffered or queued belongs to the parent's
+ * trace, and only the forking thread exists. */
+void wsp_events_reset_after_fork(void)
+{
+	pthread_mutex_init(&reg_lock, NULL);
+	pthread_mutex_init(&pool_lock, NULL);
+	pthread_cond_init(&pool_cond, NULL);
+	pthread_mutex_init(&queue_lock, NULL);
+	for (struct wsp_thread *t = threads; t; t = t->next) {
+		atomic_flag_clear(&t->lock);
+		if (t->buf)
+			wsp_buf_put(t->buf);
+		t->buf = NULL;
+		t->dead = t != wsp_tls.thread;
+		if (!t->dead)
+			t->tid = (uint32_t)gettid();
+	}
+	for (struct wsp_buf *b = queue_head, *next; b; b = next) {
+		next = b->next;
+		wsp_buf_put(b);
+	}
+	queue_head = queue_tail = NULL;
+}
+
+/* ---- appending records ---------------------------------------------- */
+
+static void segment_open(struct wsp_thread *t, struct wsp_buf *b)
+{
+	uint8_t *p = b->data;
+	struct wsp_record_mark m;
+	p = wsp_record_open(p, WSP_REC_SEGMENT, 30, &m);
+	p = wsp_put_varint(p, t->tid);
+	p = wsp_put_varint(p, 0);
+	p = wsp_put_varint(p, 0);
+	p = wsp_record_close(p, &m);
+	b->len = (size_t)(p - b->data);
+	t->prev_seq = t->prev_time = t->prev_addr = 0;
+}
+
+uint8_t *wsp_event_begin(struct wsp_thread *t, size_t need)
+{
+	for (;;) {
+		spin_lock(&t->lock);
+		struct wsp_buf *b = t->buf;
+		if (b && b->cap - b->len >= need)
+			return b->data + b->len;
+		if (b) {
+			t->buf = NULL;
+			wsp_buf_enqueue(b);
+		}
+		spin_unlock(&t->lock);
+		b = wsp_buf_get();
+		if (!b)
+			return NULL;
+		if (need + 64 > b->cap) {
+			wsp_buf_put(b);
+			return NULL;
+		}
+		spin_lock(&t->lock);
+		t->buf = b; /* only this thread installs buffers; the writer only takes them */
+		segment_open(t, b);
+		spin_unlock(&t->lock);
+	}
+}
+
+void wsp_event_end(struct wsp_thread *t, uint8_t *end, bool counted)
+{
+	t->buf->len = (size_t)(end - t->buf->data);
+	t->buf->events += counted;
+	spin_unlock(&t->lock);
+}
+
+uint8_t *wsp_event_stamp(struct wsp_thread *t, uint8_t *p)
+{
+	uint64_t seq = atomic_fetch_add_explicit(&wsp_seq, 1, memory_order_relaxed);
+	uint64_t now = wsp_now_ns();
+	if (now < t->prev_time)
+		now = t->prev_time;
+	p = wsp_put_varint(p, seq - t->prev_seq);
+	p = wsp_put_varint(p, now - t->prev_time);
+	t->prev_seq = seq;
+	t->prev_time = now;
+	return p;
+}
+
+static uint8_t *put_addr(struct wsp_thread *t, uint8_t *p, const void *addr)
+{
+	uint64_t a = (uint64_t)(uintptr_t)addr;
+	p = wsp_put_varint(p, wsp_zigzag((int64_t)(a - t->prev_addr)));
+	t->prev_addr = a;
+	return p;
+}
+
+/* An allocation or a failure: both carry the caller's stack. */
+static void record_with_stack(unsigned type, unsigned kind, unsigned op, const void *addr, size_t size)
+{
+	struct wsp_thread *t = wsp_thread_self();
+	if (!t)
+		return;
+	if (__builtin_expect(atomic_load_explicit(&wsp_dl_recent, memory_order_relaxed), 0))
+		wsp_modules_check();
+	uintptr_t ips[256];
+	int depth = wsp_stack_capture(ips, (int)wsp_cfg.stack_depth);
+	uint8_t *p = wsp_event_begin(t, WSP_EVENT_RECORD_MAX + (size_t)depth * WSP_STACK_RECORD_MAX);
+	if (!p)
+		return;
+	uint64_t stack = wsp_stack_intern(t, ips, depth, &p);
+	struct wsp_record_mark m;
+	p = wsp_record_open(p, type, WSP_EVENT_RECORD_MAX - 2, &m);
+	p = wsp_event_stamp(t, p);
+	p = wsp_put_varint(p, kind);
+	p = wsp_put_varint(p, op);
+	if (type == WSP_REC_ALLOC)
+		p = put_addr(t, p, addr);
+	p = wsp_put_varint(p, size);
+	p = wsp_put_varint(p, stack);
+	wsp_event_end(t, wsp_record_close(p, &m), true);
+}
+
+void wsp_record_alloc(unsigned kind, unsigned op, const void *addr, size_t size)
+{
+	record_with_stack(WSP_REC_ALLOC, kind, op, addr, size);
+}
+
+void wsp_record_fail(unsigned kind, unsigned op, size_t size)
+{
+	record_with_stack(WSP_REC_FAIL, kind, op, NULL, size);
+}
+
+/* FREE, MOVE and UNMAP: an address and an optional size, no stack. */
+static void record_release(unsigned type, unsigned kind, unsigned op, const void *addr, size_t size)
+{
+	struct wsp_thread *t = wsp_thread_self();
+	if (!t)
+		return;
+	uint8_t *p = wsp_event_begin(t, WSP_EVENT_RECORD_MAX);
+	if (!p)
+		return;
+	struct wsp_record_mark m;
+	p = wsp_record_open(p, type, WSP_EVENT_RECORD_MAX - 2, &m);
+	p = wsp_event_stamp(t, p);
+	p = wsp_put_varint(p, kind);
+	p = wsp_put_varint(p, op);
+	p = put_addr(t, p, addr);
+	if (type != WSP_REC_FREE)
+		p = wsp_put_varint(p, size);
+	wsp_event_end(t, wsp_record_close(p, &m), true);
+}
+
+void wsp_record_free(unsigned kind, unsigned op, const void *addr)
+{
+	record_release(WSP_REC_FREE, kind, op, addr, 0);
+}
+
+void wsp_record_move(unsigned kind, unsigned op, const void *addr, size_t old_size)
+{
+	record_release(WSP_REC_MOVE, kind, op, addr, old_size);
+}
+
+void wsp_record_unmap(const void *addr, size_t len)
+{
+	record_release(WSP_REC_UNMAP, WSPROF_KIND_MMAP, WSPROF_OP_MUNMAP, addr, len);
+}
+
+void wsp_record_fork(pid_t child)
+{
+	struct wsp_thread *t = wsp_thread_self();
+	uint8_t *p = t ? wsp_event_begin(t, WSP_EVENT_RECORD_MAX) : NULL;
+	if (!p)
+		return;
+	struct wsp_record_mark m;
+	p = wsp_record_open(p, WSP_REC_FORK, WSP_EVENT_RECORD_MAX - 2, &m);
+	p = wsp_event_stamp(t, p);
+	p = wsp_put_varint(p, (uint64_t)child);
+	wsp_event_end(t, wsp_record_close(p, &m), false);
+}
+
+void wsp_record_exec(const char *path)
+{
+	struct wsp_thread *t = wsp_thread_self();
+	size_t n = path ? strnlen(path, 4096) : 0;
+	uint8_t *p = t ? wsp_event_begin(t, WSP_EVENT_RECORD_MAX + n) : NULL;
+	if (!p)
+		return;
+	struct wsp_record_mark m;
+	p = wsp_record_open(p, WSP_REC_EXEC, WSP_EVENT_RECORD_MAX + n, &m);
+	p = wsp_event_stamp(t, p);
+	p = wsp_put_bytes(p, path ? path : "", n);
+	wsp_event_end(t, wsp_record_close(p, &m), false);
+}

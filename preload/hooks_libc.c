@@ -1,0 +1,309 @@
+/*
+ * hooks_libc.c - the malloc family and mmap/munmap/mremap, as seen by the
+ * traced program.
+ *
+ * Every hook calls the real function and records what happened. Order
+ * matters for the global sequence (doc/trace-format.md): a release is
+ * recorded before the memory is given back, an allocation after it was
+ * obtained. errno is preserved across recording. A call made while the
+ * thread is already inside wsprof (the guard) passes straight through, as
+ * does every call before the real functions are known (served from the
+ * bootstrap pool, see bootstrap.c).
+ *
+ * C++ operator new/delete reach these through libstdc++, which calls
+ * malloc/free; glibc's own mmaps for large blocks use an internal entry
+ * point and stay part of `heap`.
+ */
+/* Define mmap and mmap64 both: no large-file redirection of one to the other. */
+#undef _FILE_OFFSET_BITS
+#include "wsp.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "wsprof/trace.h"
+
+#define HEAP WSPROF_KIND_HEAP
+#define MMAP WSPROF_KIND_MMAP
+
+/* Enter wsprof: false if this call must not be recorded. */
+static inline bool enter(void)
+{
+	if (wsp_tls.guard)
+		return false;
+	wsp_tls.guard++;
+	if (wsp_ready())
+		return true;
+	wsp_tls.guard--;
+	return false;
+}
+
+static inline void leave(int saved_errno)
+{
+	wsp_tls.guard--;
+	errno = saved_errno;
+}
+
+static void note_alloc(unsigned kind, unsigned op, void *p, size_t size)
+{
+	int e = errno;
+	if (!enter())
+		return;
+	if (p)
+		wsp_record_alloc(kind, op, p, size);
+	else
+		wsp_record_fail(kind, op, size);
+	leave(e);
+}
+
+static void note_release(unsigned kind, unsigned op, void *p)
+{
+	int e = errno;
+	if (!enter())
+		return;
+	wsp_record_free(kind, op, p);
+	leave(e);
+}
+
+static inline bool need_real(void *fn)
+{
+	if (__builtin_expect(fn != NULL, 1))
+		return false;
+	wsp_real_resolve();
+	return true;
+}
+
+WSPROF_EXPORT void *malloc(size_t size)
+{
+	if (need_real((void *)wsp_real.malloc) && !wsp_real.malloc)
+		return wsp_bootstrap_alloc(size, 16);
+	void *p = wsp_real.malloc(size);
+	note_alloc(HEAP, WSPROF_OP_MALLOC, p, size);
+	return p;
+}
+
+WSPROF_EXPORT void *calloc(size_t n, size_t size)
+{
+	if (need_real((void *)wsp_real.calloc) && !wsp_real.calloc)
+		return n && size > SIZE_MAX / n ? NULL : wsp_bootstrap_alloc(n * size, 16);
+	void *p = wsp_real.calloc(n, size);
+	size_t total;
+	note_alloc(HEAP, WSPROF_OP_CALLOC, p, __builtin_mul_overflow(n, size, &total) ? SIZE_MAX : total);
+	return p;
+}
+
+static void free_with(unsigned op, void *p)
+{
+	if (!p || wsp_bootstrap_owns(p))
+		return;
+	if (need_real((void *)wsp_real.free) && !wsp_real.free)
+		return;
+	note_release(HEAP, op, p);
+	wsp_real.free(p);
+}
+
+WSPROF_EXPORT void free(void *p)
+{
+	free_with(WSPROF_OP_FREE, p);
+}
+
+WSPROF_EXPORT void cfree(void *p)
+{
+	free_with(WSPROF_OP_CFREE, p);
+}
+
+/* A block from the bootstrap pool moves to the real allocator. */
+static void *out_of_pool(void *old, size_t size)
+{
+	size_t keep = wsp_bootstrap_size(old);
+	void *p = malloc(size);
+	if (p)
+		memcpy(p, old, keep < size ? keep : size);
+	return p;
+}
+
+/* realloc and reallocarray: the old block is released (MOVE) before the
+ * call, and the outcome recorded after it. */
+static void *resize(unsigned op, void *old, size_t size, void *(*call)(void *, size_t, size_t),
+		    size_t a, size_t b)
+{
+	int e = errno;
+	bool rec = enter();
+	if (rec) {
+		if (size == 0 && op == WSPROF_OP_REALLOC)
+			wsp_record_free(HEAP, op, old); /* realloc(p, 0) frees p */
+		else
+			wsp_record_move(HEAP, op, old, 0);
+		leave(e);
+	}
+	void *p = call(old, a, b);
+	if (rec && (size != 0 || op != WSPROF_OP_REALLOC)) {
+		e = errno;
+		if (enter()) {
+			if (p)
+				wsp_record_alloc(HEAP, op, p, size);
+			else
+				wsp_record_fail(HEAP, op, size);
+			leave(e);
+		}
+	}
+	return p;
+}
+
+static void *call_realloc(void *p, size_t size, size_t unused)
+{
+	(void)unused;
+	return wsp_real.realloc(p, size);
+}
+
+static void *call_reallocarray(void *p, size_t n, size_t size)
+{
+	return wsp_real.reallocarray(p, n, size);
+}
+
+WSPROF_EXPORT void *realloc(void *old, size_t size)
+{
+	if (need_real((void *)wsp_real.realloc) && !wsp_real.realloc) {
+		void *p = wsp_bootstrap_alloc(size, 16);
+		if (p && old)
+			memcpy(p, old, wsp_bootstrap_size(old) < size ? wsp_bootstrap_size(old) : size);
+		return p;
+	}
+	if (old && wsp_bootstrap_owns(old))
+		return out_of_pool(old, size);
+	if (!old) {
+		void *p = wsp_real.realloc(NULL, size);
+		note_alloc(HEAP, WSPROF_OP_REALLOC, p, size);
+		return p;
+	}
+	return resize(WSPROF_OP_REALLOC, old, size, call_realloc, size, 0);
+}
+
+WSPROF_EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+	size_t total;
+	bool overflow = __builtin_mul_overflow(n, size, &total);
+	need_real((void *)wsp_real.reallocarray);
+	if (old && wsp_bootstrap_owns(old)) {
+		if (overflow) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return out_of_pool(old, total);
+	}
+	if (overflow)
+		total = SIZE_MAX;
+	if (!old) {
+		void *p = wsp_real.reallocarray(NULL, n, size);
+		note_alloc(HEAP, WSPROF_OP_REALLOCARRAY, p, total);
+		return p;
+	}
+	return resize(WSPROF_OP_REALLOCARRAY, old, total, call_reallocarray, n, size);
+}
+
+WSPROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (need_real((void *)wsp_real.posix_memalign) && !wsp_real.posix_memalign) {
+		*out = wsp_bootstrap_alloc(size, align);
+		return *out ? 0 : ENOMEM;
+	}
+	int r = wsp_real.posix_memalign(out, align, size);
+	note_alloc(HEAP, WSPROF_OP_POSIX_MEMALIGN, r == 0 ? *out : NULL, size);
+	return r;
+}
+
+WSPROF_EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	if (need_real((void *)wsp_real.aligned_alloc) && !wsp_real.aligned_alloc)
+		return wsp_bootstrap_alloc(size, align);
+	void *p = wsp_real.aligned_alloc(align, size);
+	note_alloc(HEAP, WSPROF_OP_ALIGNED_ALLOC, p, size);
+	return p;
+}
+
+WSPROF_EXPORT void *memalign(size_t align, size_t size)
+{
+	if (need_real((void *)wsp_real.memalign) && !wsp_real.memalign)
+		return wsp_bootstrap_alloc(size, align);
+	void *p = wsp_real.memalign(align, size);
+	note_alloc(HEAP, WSPROF_OP_MEMALIGN, p, size);
+	return p;
+}
+
+WSPROF_EXPORT void *valloc(size_t size)
+{
+	need_real((void *)wsp_real.valloc);
+	void *p = wsp_real.valloc(size);
+	note_alloc(HEAP, WSPROF_OP_VALLOC, p, size);
+	return p;
+}
+
+WSPROF_EXPORT void *pvalloc(size_t size)
+{
+	need_real((void *)wsp_real.pvalloc);
+	void *p = wsp_real.pvalloc(size);
+	note_alloc(HEAP, WSPROF_OP_PVALLOC, p, size);
+	return p;
+}
+
+/* ---- mmap family ---------------------------------------------------- */
+
+WSPROF_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	need_real((void *)wsp_real.mmap);
+	void *p = wsp_real.mmap(addr, len, prot, flags, fd, off);
+	note_alloc(MMAP, WSPROF_OP_MMAP, p == MAP_FAILED ? NULL : p, len);
+	return p;
+}
+
+WSPROF_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap(addr, len, prot, flags, fd, off);
+}
+
+WSPROF_EXPORT int munmap(void *addr, size_t len)
+{
+	need_real((void *)wsp_real.munmap);
+	int e = errno;
+	if (len && ((uintptr_t)addr & 4095) == 0 && enter()) {
+		wsp_record_unmap(addr, len);
+		leave(e);
+	}
+	return wsp_real.munmap(addr, len);
+}
+
+WSPROF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+	need_real((void *)wsp_real.mremap);
+	void *want = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		want = va_arg(ap, void *);
+		va_end(ap);
+	}
+	/* old_len 0 duplicates a shared mapping: the old one stays. */
+	int e = errno;
+	bool rec = enter();
+	if (rec) {
+		if (old_len)
+			wsp_record_move(MMAP, WSPROF_OP_MREMAP, old, old_len);
+		leave(e);
+	}
+	void *p = wsp_real.mremap(old, old_len, new_len, flags, want);
+	if (rec) {
+		e = errno;
+		if (enter()) {
+			if (p != MAP_FAILED)
+				wsp_record_alloc(MMAP, WSPROF_OP_MREMAP, p, new_len);
+			else
+				wsp_record_fail(MMAP, WSPROF_OP_MREMAP, new_len);
+			leave(e);
+		}
+	}
+	return p;
+}

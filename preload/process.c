@@ -1,0 +1,359 @@
+/*
+ * process.c - the life of a traced process: start, exit, fork, exec.
+ *
+ * Start happens on the first hook call or in the constructor, whichever
+ * comes first. Exit writes the footer (destructor, or _exit). A forked
+ * child starts its own trace (pid in the file name) or, when not following,
+ * stops recording. Before exec, everything recorded is written and an EXEC
+ * record ends the trace; when not following, LD_PRELOAD loses libwsprof in
+ * the new program's environment.
+ *
+ * Reentrancy: every entry point here holds the guard while it works. A
+ * vfork child shares our memory, so exec and _exit do nothing to the
+ * recorder unless getpid() is the pid being traced.
+ */
+#include "wsp.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+_Atomic int wsp_state = WSP_UNINIT;
+WSP_TLS struct wsp_tls wsp_tls;
+pid_t wsp_pid;
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Set up recording for this process image (or forked child). */
+static void start(pid_t parent_traced)
+{
+	wsp_start_mono = clock_ns(CLOCK_MONOTONIC);
+	wsp_start_real = clock_ns(CLOCK_REALTIME);
+	wsp_pid = getpid();
+	if (wsp_writer_open(parent_traced) < 0) {
+		atomic_store(&wsp_state, WSP_OFF);
+		return;
+	}
+	atomic_store(&wsp_state, WSP_ACTIVE);
+	wsp_modules_init();
+	wsp_writer_start_thread();
+}
+
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
+bool wsp_ready(void)
+{
+	int s = atomic_load_explicit(&wsp_state, memory_order_acquire);
+	if (__builtin_expect(s == WSP_ACTIVE, 1))
+		return true;
+	if (s != WSP_UNINIT)
+		return false;
+	int expected = WSP_UNINIT;
+	if (!atomic_compare_exchange_strong(&wsp_state, &expected, WSP_STARTING))
+		return false; /* another thread is starting: pass through meanwhile */
+	wsp_real_resolve();
+	wsp_config_load();
+	wsp_stacks_init();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	start(0);
+	return atomic_load(&wsp_state) == WSP_ACTIVE;
+}
+
+bool wsp_is_traced_process(void)
+{
+	return atomic_load(&wsp_state) == WSP_ACTIVE && getpid() == wsp_pid;
+}
+
+__attribute__((constructor)) static void on_load(void)
+{
+	wsp_tls.guard++;
+	wsp_real_resolve();
+	wsp_ready();
+	wsp_tls.guard--;
+}
+
+__attribute__((destructor)) static void on_unload(void)
+{
+	wsp_tls.guard++;
+	if (wsp_is_traced_process())
+		wsp_writer_finish();
+	wsp_tls.guard--;
+}
+
+/* ---- fork ----------------------------------------------------------- */
+
+static bool fork_locked;
+
+static void fork_prepare(void)
+{
+	wsp_tls.guard++;
+	fork_locked = atomic_load(&wsp_state) == WSP_ACTIVE;
+	if (fork_locked) {
+		wsp_writer_lock();
+		wsp_modules_lock();
+		wsp_events_lock_all();
+	}
+}
+
+static void fork_parent(void)
+{
+	if (fork_locked) {
+		wsp_events_unlock_all();
+		wsp_modules_unlock();
+		wsp_writer_unlock();
+	}
+	wsp_tls.guard--;
+}
+
+static void fork_child(void)
+{
+	if (fork_locked) {
+		pid_t parent = wsp_pid;
+		wsp_events_reset_after_fork();
+		wsp_stacks_reset_after_fork();
+		wsp_modules_reset();
+		wsp_writer_reset_after_fork();
+		if (wsp_cfg.follow)
+			start(parent);
+		else
+			atomic_store(&wsp_state, WSP_OFF);
+	}
+	wsp_tls.guard--;
+}
+
+WSPROF_EXPORT pid_t fork(void)
+{
+	static pid_t (*real_fork)(void);
+	if (!real_fork)
+		real_fork = (pid_t(*)(void))dlsym(RTLD_NEXT, "fork");
+	pid_t pid = real_fork();
+	if (pid > 0 && !wsp_tls.guard && wsp_is_traced_process()) {
+		wsp_tls.guard++;
+		wsp_record_fork(pid);
+		wsp_tls.guard--;
+	}
+	return pid;
+}
+
+/* ---- exec ----------------------------------------------------------- */
+
+static void before_exec(const char *path)
+{
+	if (wsp_tls.guard || !wsp_is_traced_process())
+		return;
+	wsp_tls.guard++;
+	wsp_record_exec(path);
+	wsp_writer_flush();
+	wsp_tls.guard--;
+}
+
+static bool is_wsprof_entry(const char *s, size_t n)
+{
+	static const char name[] = "libwsprof.so";
+	size_t k = sizeof name - 1;
+	return n >= k && memcmp(s + n - k, name, k) == 0 && (n == k || s[n - k - 1] == '/');
+}
+
+/* A copy of envp whose LD_PRELOAD no longer names libwsprof (dropped when
+ * that empties it). One block of our own pages: free with env_free(). */
+char **wsp_env_without_preload(char *const envp[])
+{
+	size_t n = 0, bytes = 0;
+	for (; envp && envp[n]; n++)
+		if (strncmp(envp[n], "LD_PRELOAD=", 11) == 0)
+			bytes += strlen(envp[n]) + 1;
+	size_t size = sizeof(size_t) + (n + 1) * sizeof(char *) + bytes;
+	size_t *block = wsp_pages_alloc(size);
+	if (!block)
+		return (char **)envp;
+	*block = size;
+	char **out = (char **)(block + 1), *text = (char *)(out + n + 1);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(envp[i], "LD_PRELOAD=", 11) != 0) {
+			out[k++] = envp[i];
+			continue;
+		}
+		char *start = text;
+		text += sprintf(text, "LD_PRELOAD=");
+		const char *s = envp[i] + 11;
+		bool first = true;
+		while (*s) {
+			size_t len = strcspn(s, ": ");
+			if (len && !is_wsprof_entry(s, len)) {
+				if (!first)
+					*text++ = ':';
+				memcpy(text, s, len);
+				text += len;
+				first = false;
+			}
+			s += len + (s[len] != 0);
+		}
+		*text++ = 0;
+		if (!first)
+			out[k++] = start;
+	}
+	out[k] = NULL;
+	return out;
+}
+
+static void env_free(char **env, char *const orig[])
+{
+	if ((char *const *)env != orig) {
+		size_t *block = (size_t *)env - 1;
+		wsp_pages_free(block, *block);
+	}
+}
+
+static char **exec_env(char *const envp[])
+{
+	return wsp_cfg.follow ? (char **)envp : wsp_env_without_preload(envp);
+}
+
+WSPROF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	wsp_real_resolve();
+	before_exec(path);
+	char **env = exec_env(envp);
+	int r = wsp_real.execve(path, argv, env);
+	int saved = errno;
+	env_free(env, envp);
+	errno = saved;
+	return r;
+}
+
+WSPROF_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	wsp_real_resolve();
+	before_exec(file);
+	char **env = exec_env(envp);
+	int r = wsp_real.execvpe(file, argv, env);
+	int saved = errno;
+	env_free(env, envp);
+	errno = saved;
+	return r;
+}
+
+WSPROF_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	wsp_real_resolve();
+	before_exec("(fexecve)");
+	char **env = exec_env(envp);
+	int r = wsp_real.fexecve(fd, argv, env);
+	int saved = errno;
+	env_free(env, envp);
+	errno = saved;
+	return r;
+}
+
+WSPROF_EXPORT int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+WSPROF_EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+/* Collect execl-style arguments; *envp gets the environment after the
+ * terminating NULL when with_env. */
+#define COLLECT_ARGS(arg, argv, with_env, envp)                                  \
+	size_t argc_ = 1;                                                         \
+	va_list ap_;                                                              \
+	va_start(ap_, arg);                                                       \
+	while (va_arg(ap_, char *))                                               \
+		argc_++;                                                          \
+	va_end(ap_);                                                              \
+	char *argv[argc_ + 1];                                                    \
+	argv[0] = (char *)(arg);                                                  \
+	va_start(ap_, arg);                                                       \
+	for (size_t i_ = 1; i_ <= argc_; i_++)                                    \
+		argv[i_] = va_arg(ap_, char *);                                   \
+	if (with_env)                                                             \
+		envp = va_arg(ap_, char *const *);                                \
+	va_end(ap_)
+
+WSPROF_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	char *const *envp = environ;
+	COLLECT_ARGS(arg, argv, false, envp);
+	return execve(path, argv, envp);
+}
+
+WSPROF_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char *const *envp = NULL;
+	COLLECT_ARGS(arg, argv, true, envp);
+	return execve(path, argv, envp);
+}
+
+WSPROF_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	char *const *envp = environ;
+	COLLECT_ARGS(arg, argv, false, envp);
+	return execvpe(file, argv, envp);
+}
+
+/* posix_spawn children get their own trace by inheriting LD_PRELOAD;
+ * when not following, they get an environment without it. */
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			const posix_spawnattr_t *, char *const[], char *const[]);
+
+static int spawn_with(spawn_fn *real, const char *name, pid_t *pid, const char *path,
+		      const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+		      char *const argv[], char *const envp[])
+{
+	if (!*real)
+		*real = (spawn_fn)dlsym(RTLD_NEXT, name);
+	char **env = exec_env(envp);
+	int r = (*real)(pid, path, fa, attr, argv, env);
+	env_free(env, envp);
+	return r;
+}
+
+WSPROF_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			      const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static spawn_fn real;
+	return spawn_with(&real, "posix_spawn", pid, path, fa, attr, argv, envp);
+}
+
+WSPROF_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static spawn_fn real;
+	return spawn_with(&real, "posix_spawnp", pid, file, fa, attr, argv, envp);
+}
+
+/* ---- exit without destructors ---------------------------------------- */
+
+WSPROF_EXPORT void _exit(int status)
+{
+	wsp_real_resolve();
+	if (!wsp_tls.guard && wsp_is_traced_process()) {
+		wsp_tls.guard++;
+		wsp_writer_finish();
+	}
+	wsp_real._exit(status);
+	__builtin_unreachable();
+}
+
+WSPROF_EXPORT void _Exit(int status)
+{
+	_exit(status);
+}

@@ -1,0 +1,433 @@
+/*
+ * writer.c - the trace file: header, compressed chunks, SYNC marks, footer.
+ *
+ * One writer thread drains the queue of full buffers into a staging area
+ * and compresses it with zstd in a static workspace (no malloc) into
+ * self-contained chunks. Every flush interval, or sooner when much has
+ * been staged, it sweeps the threads' partial buffers and writes a SYNC
+ * watermark, so a SIGKILL loses at most one interval. Other threads call
+ * wsp_writer_flush() before exec and wsp_writer_finish() at exit; the
+ * writer lock serializes all of this.
+ *
+ * If the file cannot be written (disk full, descriptor closed by the
+ * program), one warning goes to stderr and recording stops; the program
+ * goes on untouched.
+ */
+#include "wsp.h"
+
+#include "format.h"
+
+#define ZSTD_STATIC_LINKING_ONLY
+#include <zstd.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STAGE_CAP (4u << 20)
+#define SYNC_BYTES (8u << 20)  /* sweep at least this often, to bound a reader's window */
+#define ZSTD_LEVEL 3
+
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fd = -1;
+static char path[PATH_MAX];
+static uint32_t chunk_index;
+static uint64_t events_written;
+static size_t since_sync;
+
+static uint8_t *stage, *zout;
+static size_t stage_len, zout_cap;
+static ZSTD_CCtx *cctx;
+
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
+static bool wake_pending;
+
+static void stop_recording(const char *what, int err)
+{
+	wsp_warn("cannot %s trace %s: %s; recording stopped, the program goes on", what, path, strerror(err));
+	atomic_store(&wsp_state, WSP_OFF);
+	wsp_buf_release_waiters();
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+}
+
+static bool write_all(const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	while (n && fd >= 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			stop_recording("write", w < 0 ? errno : ENOSPC);
+			return false;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return fd >= 0;
+}
+
+static bool compress_setup(void)
+{
+	if (cctx)
+		return true;
+	size_t ws = ZSTD_estimateCCtxSize(ZSTD_LEVEL);
+	void *mem = wsp_pages_alloc(ws);
+	stage = wsp_pages_alloc(STAGE_CAP);
+	zout_cap = ZSTD_compressBound(STAGE_CAP);
+	zout = wsp_pages_alloc(zout_cap);
+	cctx = mem ? ZSTD_initStaticCCtx(mem, ws) : NULL;
+	if (!cctx || !stage || !zout)
+		return false;
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+	return true;
+}
+
+/* Compress the staging area into one chunk. */
+static void write_chunk(void)
+{
+	if (!stage_len || fd < 0)
+		return;
+	size_t z = ZSTD_compress2(cctx, zout, zout_cap, stage, stage_len);
+	if (ZSTD_isError(z)) {
+		wsp_warn("compression failed (%s); recording stopped", ZSTD_getErrorName(z));
+		stop_recording("compress", EIO);
+		return;
+	}
+	uint8_t h[WSP_CHUNK_HEADER];
+	wsp_put_le32(h, WSP_MAGIC_CHUNK);
+	wsp_put_le32(h + 4, WSP_CHUNK_HEADER - 8);
+	wsp_put_le32(h + 8, chunk_index);
+	wsp_put_le32(h + 12, (uint32_t)stage_len);
+	wsp_put_le32(h + 16, (uint32_t)z);
+	wsp_put_le32(h + 20, 0);
+	if (write_all(h, sizeof h) && write_all(zout, z))
+		chunk_index++;
+	stage_len = 0;
+}
+
+static void stage_bytes(const void *data, size_t n)
+{
+	if (stage_len + n > STAGE_CAP)
+		write_chunk();
+	memcpy(stage + stage_len, data, n);
+	stage_len += n;
+	since_sync += n;
+}
+
+/* Move every queued buffer into the staging area. Writer lock held. */
+static void drain(void)
+{
+	for (struct wsp_buf *b = wsp_buf_dequeue_all(), *next; b; b = next) {
+		next = b->next;
+		if (fd >= 0) {
+			stage_bytes(b->data, b->len);
+			events_written += b->events;
+		}
+		wsp_buf_put(b);
+	}
+}
+
+static void flush_locked(void)
+{
+	if (fd >= 0)
+		wsp_modules_check();
+	uint64_t watermark = wsp_threads_sweep();
+	drain();
+	if (fd < 0)
+		return;
+	uint8_t rec[32], *p;
+	struct wsp_record_mark m;
+	p = wsp_record_open(rec, WSP_REC_SYNC, 24, &m);
+	p = wsp_put_varint(p, watermark);
+	p = wsp_put_varint(p, wsp_now_ns());
+	p = wsp_record_close(p, &m);
+	stage_bytes(rec, (size_t)(p - rec));
+	since_sync = 0;
+	write_chunk();
+}
+
+void wsp_writer_flush(void)
+{
+	pthread_mutex_lock(&write_lock);
+	flush_locked();
+	pthread_mutex_unlock(&write_lock);
+}
+
+void wsp_writer_finish(void)
+{
+	pthread_mutex_lock(&write_lock);
+	if (fd >= 0) {
+		atomic_store(&wsp_state, WSP_OFF);
+		wsp_buf_release_waiters();
+		flush_locked();
+		uint8_t frame[64], *p;
+		struct wsp_record_mark m;
+		p = wsp_record_open(frame + 8, WSP_REC_FOOTER, 50, &m);
+		p = wsp_put_varint(p, wsp_now_ns());
+		p = wsp_put_varint(p, chunk_index);
+		p = wsp_put_varint(p, events_written);
+		p = wsp_put_varint(p, 0);
+		p = wsp_record_close(p, &m);
+		wsp_put_le32(frame, WSP_MAGIC_FOOTER);
+		wsp_put_le32(frame + 4, (uint32_t)(p - frame - 8));
+		if (write_all(frame, (size_t)(p - frame)))
+			close(fd);
+		fd = -1;
+	}
+	pthread_mutex_unlock(&write_lock);
+}
+
+void wsp_writer_lock(void)
+{
+	pthread_mutex_lock(&write_lock);
+}
+
+void wsp_writer_unlock(void)
+{
+	pthread_mutex_unlock(&write_lock);
+}
+
+/* ---- the writer thread ---------------------------------------------- */
+
+void wsp_writer_wake(void)
+{
+	pthread_mutex_lock(&wake_lock);
+	wake_pending = true;
+	pthread_cond_signal(&wake_cond);
+	pthread_mutex_unlock(&wake_lock);
+}
+
+static void deadline_after(struct timespec *t, unsigned ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, t);
+	uint64_t ns = (uint64_t)t->tv_nsec + (uint64_t)ms * 1000000u;
+	t->tv_sec += (time_t)(ns / 1000000000u);
+	t->tv_nsec = (long)(ns % 1000000000u);
+}
+
+static bool passed(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+/* Drain full buffers as they come; sweep and SYNC every flush interval. */
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	wsp_tls.guard = 1; /* nothing this thread does is the program's */
+	struct timespec next;
+	deadline_after(&next, wsp_cfg.flush_ms);
+	for (;;) {
+		pthread_mutex_lock(&wake_lock);
+		while (!wake_pending && pthread_cond_timedwait(&wake_cond, &wake_lock, &next) != ETIMEDOUT)
+			;
+		wake_pending = false;
+		pthread_mutex_unlock(&wake_lock);
+		pthread_mutex_lock(&write_lock);
+		if (passed(&next) || since_sync >= SYNC_BYTES) {
+			flush_locked();
+			deadline_after(&next, wsp_cfg.flush_ms);
+		} else {
+			drain();
+		}
+		pthread_mutex_unlock(&write_lock);
+	}
+	return NULL;
+}
+
+void wsp_writer_start_thread(void)
+{
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&wake_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_t th;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, writer_main, NULL) != 0)
+		wsp_warn("cannot start the writer thread; events are written when buffers fill and at exit");
+	else
+		pthread_setname_np(th, "wsprof-writer");
+	pthread_attr_destroy(&attr);
+}
+
+/* ---- the file ------------------------------------------------------- */
+
+/* Expand %p (pid), %e (program name) and %% in the output pattern. */
+static void expand_pattern(char *dst, size_t cap, const char *pattern, pid_t pid, const char *exe)
+{
+	const char *base = strrchr(exe, '/');
+	base = base ? base + 1 : exe;
+	size_t n = 0;
+	for (const char *s = pattern; *s && n + 1 < cap; s++) {
+		int w = 0;
+		if (s[0] == '%' && s[1] == 'p')
+			w = snprintf(dst + n, cap - n, "%d", (int)pid), s++;
+		else if (s[0] == '%' && s[1] == 'e')
+			w = snprintf(dst + n, cap - n, "%s", *base ? base : "program"), s++;
+		else if (s[0] == '%' && s[1] == '%')
+			dst[n] = '%', w = 1, s++;
+		else
+			dst[n] = *s, w = 1;
+		n += w > 0 ? (size_t)w : 0;
+	}
+	dst[n < cap ? n : cap - 1] = 0;
+}
+
+/* Create the file without ever replacing one: the pattern's name, else
+ * NAME.PID (a forked child or an exec'd image of an explicit -o name),
+ * else NAME.PID.N. */
+static int create_file(const char *want, pid_t pid)
+{
+	char cwd[PATH_MAX] = "";
+	if (want[0] != '/' && !getcwd(cwd, sizeof cwd))
+		cwd[0] = 0;
+	for (int attempt = 0; attempt < 100; attempt++) {
+		const char *sep = cwd[0] ? "/" : "";
+		if (attempt == 0)
+			snprintf(path, sizeof path, "%s%s%s", cwd, sep, want);
+		else if (attempt == 1)
+			snprintf(path, sizeof path, "%s%s%s.%d", cwd, sep, want, (int)pid);
+		else
+			snprintf(path, sizeof path, "%s%s%s.%d.%d", cwd, sep, want, (int)pid, attempt - 1);
+		int f = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (f >= 0 || errno != EEXIST)
+			return f;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/* Keep the descriptor out of the low numbers the program expects to get. */
+static int move_high(int f)
+{
+	struct rlimit rl;
+	int floor = 1000;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1200)
+		floor = rl.rlim_cur > 64 ? (int)rl.rlim_cur - 32 : 3;
+	int h = fcntl(f, F_DUPFD_CLOEXEC, floor);
+	if (h < 0)
+		return f;
+	close(f);
+	return h;
+}
+
+static size_t read_small_file(const char *file, char *buf, size_t cap)
+{
+	int f = open(file, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return 0;
+	size_t n = 0;
+	ssize_t r;
+	while (n < cap && (r = read(f, buf + n, cap - n)) > 0)
+		n += (size_t)r;
+	close(f);
+	return n;
+}
+
+static void note_in_manifest(pid_t pid)
+{
+	if (!wsp_cfg.manifest[0])
+		return;
+	int m = open(wsp_cfg.manifest, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	if (m < 0)
+		return;
+	char line[PATH_MAX + 32];
+	int n = snprintf(line, sizeof line, "%d\t%s\n", (int)pid, path);
+	if (n > 0 && write(m, line, (size_t)n) < 0)
+		wsp_warn("cannot note the trace in %s: %s", wsp_cfg.manifest, strerror(errno));
+	close(m);
+}
+
+static size_t header_records(uint8_t *p0, pid_t pid, pid_t parent_traced, const char *exe,
+			     const char *cmdline, size_t cmdlen)
+{
+	uint8_t *p = p0;
+	struct wsp_record_mark m;
+	size_t exelen = strlen(exe);
+	p = wsp_record_open(p, WSP_REC_PROCESS, 160 + exelen + cmdlen, &m);
+	p = wsp_put_varint(p, (uint64_t)pid);
+	p = wsp_put_varint(p, (uint64_t)getppid());
+	p = wsp_put_varint(p, wsp_start_real);
+	p = wsp_put_varint(p, wsp_start_mono);
+	p = wsp_put_bytes(p, exe, exelen);
+	p = wsp_put_bytes(p, cmdline, cmdlen);
+	p = wsp_put_bytes(p, WSPROF_VERSION, strlen(WSPROF_VERSION));
+	p = wsp_put_varint(p, (uint64_t)sysconf(_SC_PAGESIZE));
+	p = wsp_put_varint(p, (uint64_t)parent_traced);
+	p = wsp_record_close(p, &m);
+	p = wsp_record_open(p, WSP_REC_CONFIG, 40, &m);
+	p = wsp_put_varint(p, wsp_cfg.stack_depth);
+	p = wsp_put_varint(p, wsp_cfg.flush_ms);
+	p = wsp_put_varint(p, wsp_cfg.follow);
+	p = wsp_record_close(p, &m);
+	return (size_t)(p - p0);
+}
+
+int wsp_writer_open(pid_t parent_traced)
+{
+	if (!compress_setup()) {
+		wsp_warn("out of memory for the trace writer; not recording");
+		return -1;
+	}
+	pid_t pid = getpid();
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = 0;
+	char want[PATH_MAX];
+	expand_pattern(want, sizeof want, wsp_cfg.output, pid, exe);
+	int f = create_file(want, pid);
+	if (f < 0) {
+		snprintf(path, sizeof path, "%s", want);
+		wsp_warn("cannot create trace %s: %s; not recording (set WSPROF_OUTPUT to a writable path)",
+			 want, strerror(errno));
+		return -1;
+	}
+	fd = move_high(f);
+	chunk_index = 0;
+	events_written = 0;
+	stage_len = since_sync = 0;
+
+	static char cmdline[16384]; /* static: too big for a small thread stack */
+	size_t cmdlen = read_small_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+	static uint8_t header[WSP_HEADER_FIXED + PATH_MAX + sizeof cmdline + 256];
+	uint8_t *p = header;
+	wsp_put_le32(p, WSP_MAGIC_HEADER);
+	memcpy(p + 8, WSP_SIGNATURE, WSP_SIGNATURE_LEN);
+	wsp_put_le16(p + 16, WSPROF_FORMAT_MAJOR);
+	wsp_put_le16(p + 18, WSPROF_FORMAT_MINOR);
+	wsp_put_le32(p + 20, 0);
+	size_t len = WSP_HEADER_FIXED + header_records(p + WSP_HEADER_FIXED, pid, parent_traced, exe, cmdline, cmdlen);
+	wsp_put_le32(p + 4, (uint32_t)(len - 8));
+	if (!write_all(header, len))
+		return -1;
+	note_in_manifest(pid);
+	return 0;
+}
+
+/* In a forked child: the parent's file and writer thread are not ours. */
+void wsp_writer_reset_after_fork(void)
+{
+	pthread_mutex_init(&write_lock, NULL);
+	pthread_mutex_init(&wake_lock, NULL);
+	wake_pending = false;
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+	stage_len = since_sync = 0;
+}

@@ -1,0 +1,216 @@
+/*
+ * wsp.h - what the pieces of libwsprof.so share.
+ *
+ * The preload library is built from small files by concern:
+ *   bootstrap.c  finding the real allocator functions (dlsym may allocate)
+ *   mem.c        wsprof's own memory: mmap-backed, never the program's malloc
+ *   config.c     WSPROF_* environment settings
+ *   events.c     per-thread buffers and the encoding of event records
+ *   stacks.c     unwinding and the shared stack prefix tree
+ *   writer.c     the writer thread: sweep, compress, write, footer
+ *   modules.c    the module map and dlopen/dlclose
+ *   process.c    start, exit, fork and exec
+ *   hooks_libc.c the malloc family and mmap/munmap/mremap
+ *
+ * Reentrancy rule for every file: code that runs inside a hook sets the
+ * calling thread's guard (wsp_tls.guard) for its whole duration, so that any
+ * allocation it causes (libunwind, dlsym, pthread) passes straight through to
+ * the real allocator untraced. Nothing here calls the program's malloc.
+ */
+#ifndef WSP_PRELOAD_H
+#define WSP_PRELOAD_H
+
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+
+#define WSP_TLS __thread __attribute__((tls_model("initial-exec")))
+/* The library's interface to the program; everything else is hidden. */
+#define WSPROF_EXPORT __attribute__((visibility("default")))
+
+/* ---- state ---------------------------------------------------------- */
+
+enum wsp_state {
+	WSP_UNINIT,       /* nothing set up yet */
+	WSP_STARTING,     /* one thread is setting up; others pass through */
+	WSP_ACTIVE,       /* recording */
+	WSP_OFF,          /* finished, failed or not following this process */
+};
+
+extern _Atomic int wsp_state;
+
+struct wsp_tls {
+	int guard;                 /* >0 while inside wsprof on this thread */
+	struct wsp_thread *thread; /* this thread's recorder state, lazily made */
+};
+extern WSP_TLS struct wsp_tls wsp_tls;
+
+/* Make sure recording is set up. @return true if events should be recorded
+ * from this thread now. Call with the guard held. */
+bool wsp_ready(void);
+
+/* ---- config.c ------------------------------------------------------- */
+
+struct wsp_config {
+	char output[4096];    /* WSPROF_OUTPUT pattern: %p pid, %e program name */
+	char manifest[4096];  /* WSPROF_MANIFEST: file to append "pid<TAB>trace path" lines to */
+	unsigned stack_depth; /* WSPROF_STACK_DEPTH, 1..256 */
+	unsigned flush_ms;    /* WSPROF_FLUSH_MS, 1..60000 */
+	bool follow;          /* WSPROF_FOLLOW: trace forked children and exec'd programs */
+};
+extern struct wsp_config wsp_cfg;
+
+void wsp_config_load(void);
+/* One line on stderr, prefixed "wsprof: ", without stdio or malloc. */
+void wsp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- bootstrap.c ---------------------------------------------------- */
+
+struct wsp_real {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	int (*munmap)(void *, size_t);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
+	void *(*dlopen)(const char *, int);
+	int (*dlclose)(void *);
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
+	void (*_exit)(int);
+};
+extern struct wsp_real wsp_real;
+
+/* Resolve the real functions once. While dlsym runs, allocations are
+ * served from a static pool. */
+void wsp_real_resolve(void);
+bool wsp_bootstrap_owns(const void *p);
+void *wsp_bootstrap_alloc(size_t size, size_t align);
+size_t wsp_bootstrap_size(const void *p);
+
+/* ---- mem.c ---------------------------------------------------------- */
+
+void *wsp_pages_alloc(size_t size);   /* zeroed, page-granular, NULL on failure */
+void wsp_pages_free(void *p, size_t size);
+void *wsp_mem_alloc(size_t size);     /* small zeroed objects that live until exit */
+
+/* ---- events.c ------------------------------------------------------- */
+
+struct wsp_buf {
+	struct wsp_buf *next;
+	size_t len, cap;
+	uint64_t events;  /* event records in it, for the footer */
+	uint8_t data[];
+};
+
+struct wsp_thread {
+	atomic_flag lock;          /* held while appending; taken by the writer to steal */
+	struct wsp_buf *buf;       /* current buffer, NULL when none */
+	uint32_t tid;
+	bool dead;                 /* the thread exited; the entry may be reused */
+	uint64_t prev_seq, prev_time, prev_addr; /* delta bases of the open segment */
+	struct wsp_stack_cache *cache;
+	struct wsp_thread *next;   /* registry link */
+};
+
+struct wsp_thread *wsp_thread_self(void);
+void wsp_thread_exit(struct wsp_thread *t);
+
+/* Open an event of at most `need` bytes (stack records included) in the
+ * calling thread's buffer. @return where to write, with the thread's lock
+ * held, or NULL if recording stopped. The event's sequence number and time
+ * are taken inside the lock (see doc/trace-format.md, Ordering). */
+uint8_t *wsp_event_begin(struct wsp_thread *t, size_t need);
+/* counted: the record is an event (ALLOC, FREE, MOVE, FAIL, UNMAP). */
+void wsp_event_end(struct wsp_thread *t, uint8_t *end, bool counted);
+/* Write the sequence/time deltas of a new event at p. */
+uint8_t *wsp_event_stamp(struct wsp_thread *t, uint8_t *p);
+uint64_t wsp_now_ns(void);  /* monotonic ns since the process (image) started */
+
+/* Buffers are handed to the writer through one queue. */
+struct wsp_buf *wsp_buf_get(void);          /* may wait for the writer */
+void wsp_buf_put(struct wsp_buf *b);        /* back to the free pool */
+void wsp_buf_release_waiters(void);
+void wsp_buf_enqueue(struct wsp_buf *b);    /* full or stolen: to be written */
+struct wsp_buf *wsp_buf_dequeue_all(void);  /* FIFO list, writer only */
+/* Take every thread's partial buffer into the queue. @return the sequence
+ * watermark: every event below it is now queued or written. */
+uint64_t wsp_threads_sweep(void);
+void wsp_events_reset_after_fork(void);
+void wsp_events_lock_all(void);
+void wsp_events_unlock_all(void);
+
+extern _Atomic uint64_t wsp_seq;
+extern uint64_t wsp_start_mono, wsp_start_real;
+
+/* High-level records, each called with the guard held. */
+void wsp_record_alloc(unsigned kind, unsigned op, const void *addr, size_t size);
+void wsp_record_free(unsigned kind, unsigned op, const void *addr);
+void wsp_record_move(unsigned kind, unsigned op, const void *addr, size_t old_size);
+void wsp_record_fail(unsigned kind, unsigned op, size_t size);
+void wsp_record_unmap(const void *addr, size_t len);
+void wsp_record_fork(pid_t child);
+void wsp_record_exec(const char *path);
+
+/* ---- stacks.c ------------------------------------------------------- */
+
+#define WSP_STACK_RECORD_MAX 32
+void wsp_stacks_init(void);
+/* Unwind the caller's stack, skipping wsprof's own frames. @return depth. */
+int wsp_stack_capture(uintptr_t *ips, int max);
+/* Intern a stack (innermost first) and append STACK records for new nodes
+ * at *p. Call inside wsp_event_begin with room for depth * WSP_STACK_RECORD_MAX. */
+uint64_t wsp_stack_intern(struct wsp_thread *t, const uintptr_t *ips, int depth, uint8_t **p);
+void wsp_stacks_reset_after_fork(void);
+void wsp_stacks_lock(void);
+void wsp_stacks_unlock(void);
+void wsp_stack_cache_free(struct wsp_stack_cache *c);
+
+/* ---- writer.c ------------------------------------------------------- */
+
+/* Create the trace file for this process and write its header. */
+int wsp_writer_open(pid_t parent_traced);
+void wsp_writer_start_thread(void);
+/* Sweep, compress and write everything recorded so far. */
+void wsp_writer_flush(void);
+/* Final flush, footer, close. Later events are dropped. */
+void wsp_writer_finish(void);
+void wsp_writer_wake(void);
+void wsp_writer_lock(void);
+void wsp_writer_unlock(void);
+void wsp_writer_reset_after_fork(void);
+
+/* ---- modules.c ------------------------------------------------------ */
+
+void wsp_modules_init(void);
+/* If the loader's counters moved, record what was loaded and unloaded. */
+void wsp_modules_check(void);
+/* Set for a while after dlopen/dlclose: allocations check the map first. */
+extern _Atomic bool wsp_dl_recent;
+/* Forget what was recorded (a forked child starts a new trace). */
+void wsp_modules_reset(void);
+bool wsp_addr_in_self(uintptr_t ip);
+void wsp_modules_lock(void);
+void wsp_modules_unlock(void);
+
+/* ---- process.c ------------------------------------------------------ */
+
+extern pid_t wsp_pid;            /* pid whose trace this is */
+bool wsp_is_traced_process(void); /* false in a vfork child sharing our memory */
+/* Remove libwsprof from an environment (for not following exec). */
+char **wsp_env_without_preload(char *const envp[]);
+
+#endif
