@@ -427,7 +427,8 @@ int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev
 {
 	if (ev->time_ns > m->last_time)
 		m->last_time = ev->time_ns;
-	if (ev->type <= WSPROF_EV_UNMAP)
+	/* A kind shows up once something was allocated (or failed to be). */
+	if (ev->type == WSPROF_EV_ALLOC || ev->type == WSPROF_EV_FAIL)
 		m->kinds[ev->kind].seen = true;
 	switch (ev->type) {
 	case WSPROF_EV_ALLOC:

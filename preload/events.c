@@ -69,7 +69,8 @@ struct wsp_buf *wsp_buf_get(void)
 			pool_free = b->next;
 			break;
 		}
-		if (pool_made * BUF_SIZE < BUF_MAX_BYTES) {
+		/* The writer itself never waits for buffers: it would wait for itself. */
+		if (pool_made * BUF_SIZE < BUF_MAX_BYTES || wsp_tls.writing) {
 			b = wsp_pages_alloc(BUF_SIZE);
 			if (b) {
 				pool_made++;

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "wsprof/trace.h"
 
@@ -187,13 +189,13 @@ WSPROF_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
 	size_t total;
 	bool overflow = __builtin_mul_overflow(n, size, &total);
-	need_real((void *)wsp_real.reallocarray);
-	if (old && wsp_bootstrap_owns(old)) {
+	if ((need_real((void *)wsp_real.reallocarray) && !wsp_real.reallocarray) ||
+	    (old && wsp_bootstrap_owns(old))) {
 		if (overflow) {
 			errno = ENOMEM;
 			return NULL;
 		}
-		return out_of_pool(old, total);
+		return old ? out_of_pool(old, total) : malloc(total);
 	}
 	if (overflow)
 		total = SIZE_MAX;
@@ -236,7 +238,8 @@ WSPROF_EXPORT void *memalign(size_t align, size_t size)
 
 WSPROF_EXPORT void *valloc(size_t size)
 {
-	need_real((void *)wsp_real.valloc);
+	if (need_real((void *)wsp_real.valloc) && !wsp_real.valloc)
+		return wsp_bootstrap_alloc(size, 4096);
 	void *p = wsp_real.valloc(size);
 	note_alloc(HEAP, WSPROF_OP_VALLOC, p, size);
 	return p;
@@ -244,7 +247,8 @@ WSPROF_EXPORT void *valloc(size_t size)
 
 WSPROF_EXPORT void *pvalloc(size_t size)
 {
-	need_real((void *)wsp_real.pvalloc);
+	if (need_real((void *)wsp_real.pvalloc) && !wsp_real.pvalloc)
+		return wsp_bootstrap_alloc((size + 4095) & ~(size_t)4095, 4096);
 	void *p = wsp_real.pvalloc(size);
 	note_alloc(HEAP, WSPROF_OP_PVALLOC, p, size);
 	return p;
@@ -252,9 +256,31 @@ WSPROF_EXPORT void *pvalloc(size_t size)
 
 /* ---- mmap family ---------------------------------------------------- */
 
+/* Before the real functions are known (another thread is resolving them),
+ * the kernel serves these directly. */
+static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+static int sys_munmap(void *addr, size_t len)
+{
+	return (int)syscall(SYS_munmap, addr, len);
+}
+
+static void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	void *want = va_arg(ap, void *);
+	va_end(ap);
+	return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
+}
+
 WSPROF_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	need_real((void *)wsp_real.mmap);
+	if (need_real((void *)wsp_real.mmap) && !wsp_real.mmap)
+		return sys_mmap(addr, len, prot, flags, fd, off);
 	void *p = wsp_real.mmap(addr, len, prot, flags, fd, off);
 	note_alloc(MMAP, WSPROF_OP_MMAP, p == MAP_FAILED ? NULL : p, len);
 	return p;
@@ -267,7 +293,8 @@ WSPROF_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, 
 
 WSPROF_EXPORT int munmap(void *addr, size_t len)
 {
-	need_real((void *)wsp_real.munmap);
+	if (need_real((void *)wsp_real.munmap) && !wsp_real.munmap)
+		return sys_munmap(addr, len);
 	int e = errno;
 	if (len && ((uintptr_t)addr & 4095) == 0 && enter()) {
 		wsp_record_unmap(addr, len);
@@ -278,7 +305,9 @@ WSPROF_EXPORT int munmap(void *addr, size_t len)
 
 WSPROF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {
-	need_real((void *)wsp_real.mremap);
+	void *(*real_mremap)(void *, size_t, size_t, int, ...) = wsp_real.mremap;
+	if (need_real((void *)real_mremap) && !(real_mremap = wsp_real.mremap))
+		real_mremap = sys_mremap;
 	void *want = NULL;
 	if (flags & MREMAP_FIXED) {
 		va_list ap;
@@ -294,7 +323,7 @@ WSPROF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags,
 			wsp_record_move(MMAP, WSPROF_OP_MREMAP, old, old_len);
 		leave(e);
 	}
-	void *p = wsp_real.mremap(old, old_len, new_len, flags, want);
+	void *p = real_mremap(old, old_len, new_len, flags, want);
 	if (rec) {
 		e = errno;
 		if (enter()) {

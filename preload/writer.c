@@ -140,10 +140,13 @@ static void drain(void)
 
 static void flush_locked(void)
 {
+	wsp_tls.writing = true;
+	drain(); /* first, so the pool has buffers for the module records */
 	if (fd >= 0)
 		wsp_modules_check();
 	uint64_t watermark = wsp_threads_sweep();
 	drain();
+	wsp_tls.writing = false;
 	if (fd < 0)
 		return;
 	uint8_t rec[32], *p;
@@ -241,7 +244,9 @@ static void *writer_main(void *arg)
 			flush_locked();
 			deadline_after(&next, wsp_cfg.flush_ms);
 		} else {
+			wsp_tls.writing = true;
 			drain();
+			wsp_tls.writing = false;
 		}
 		pthread_mutex_unlock(&write_lock);
 	}
@@ -297,14 +302,19 @@ static int create_file(const char *want, pid_t pid)
 	char cwd[PATH_MAX] = "";
 	if (want[0] != '/' && !getcwd(cwd, sizeof cwd))
 		cwd[0] = 0;
+	const char *sep = cwd[0] ? "/" : "";
 	for (int attempt = 0; attempt < 100; attempt++) {
-		const char *sep = cwd[0] ? "/" : "";
+		int n;
 		if (attempt == 0)
-			snprintf(path, sizeof path, "%s%s%s", cwd, sep, want);
+			n = snprintf(path, sizeof path, "%s%s%s", cwd, sep, want);
 		else if (attempt == 1)
-			snprintf(path, sizeof path, "%s%s%s.%d", cwd, sep, want, (int)pid);
+			n = snprintf(path, sizeof path, "%s%s%s.%d", cwd, sep, want, (int)pid);
 		else
-			snprintf(path, sizeof path, "%s%s%s.%d.%d", cwd, sep, want, (int)pid, attempt - 1);
+			n = snprintf(path, sizeof path, "%s%s%s.%d.%d", cwd, sep, want, (int)pid, attempt - 1);
+		if (n < 0 || (size_t)n >= sizeof path) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
 		int f = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (f >= 0 || errno != EEXIST)
 			return f;

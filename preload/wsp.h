@@ -46,6 +46,7 @@ extern _Atomic int wsp_state;
 
 struct wsp_tls {
 	int guard;                 /* >0 while inside wsprof on this thread */
+	bool writing;              /* holds the writer lock: must never wait for the writer */
 	struct wsp_thread *thread; /* this thread's recorder state, lazily made */
 };
 extern WSP_TLS struct wsp_tls wsp_tls;

@@ -1,0 +1,56 @@
+#!/bin/sh
+# dev.sh - set up wsprof on a Debian 12 machine and use it.
+#
+#   ./dev.sh demo   install what is missing, build, record the bundled
+#                   example workload and write its report (prints where)
+#   ./dev.sh test   install what is missing, build, run the whole test suite
+#
+# Install steps live here and nowhere else: a fresh machine needs only this.
+set -eu
+
+cd "$(dirname "$0")"
+BUILD=${WSPROF_BUILD_DIR:-build}
+
+packages="meson ninja-build pkgconf gcc g++ python3 libunwind-dev libzstd-dev libcriterion-dev"
+
+install_missing() {
+	missing=""
+	for p in $packages; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	echo "dev.sh: installing:$missing"
+	sudo=""
+	[ "$(id -u)" -ne 0 ] && sudo="sudo"
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	# shellcheck disable=SC2086
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+}
+
+build() {
+	if [ -f "$BUILD/build.ninja" ]; then
+		meson setup --reconfigure "$BUILD" >/dev/null
+	else
+		meson setup "$BUILD" >/dev/null
+	fi
+	ninja -C "$BUILD"
+}
+
+demo() {
+	out="$BUILD/demo"
+	mkdir -p "$out"
+	rm -f "$out/example.wsp" "$out"/example.wsp.*
+	"$BUILD/analyzer/wsprof" record -o "$out/example.wsp" -- "$BUILD/examples/cache_server" 4 2000
+	"$BUILD/analyzer/wsprof" report summary "$out/example.wsp" >"$out/report.txt"
+	"$BUILD/analyzer/wsprof" report summary --json "$out/example.wsp" >"$out/report.json"
+	cat "$out/report.txt"
+	echo
+	echo "dev.sh: trace  $(pwd)/$out/example.wsp"
+	echo "dev.sh: report $(pwd)/$out/report.txt (and report.json)"
+}
+
+case "${1:-}" in
+demo) install_missing; build; demo ;;
+test) install_missing; build; meson test -C "$BUILD" --print-errorlogs ;;
+*) echo "usage: ./dev.sh demo | test" >&2; exit 2 ;;
+esac
