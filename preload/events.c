@@ -206,6 +206,31 @@ uint64_t wsp_threads_sweep(void)
 	return watermark;
 }
 
+/* A buffer whose first event lags the counter by more than this belongs to
+ * a thread that is quiet while others are busy: it is queued rather than
+ * left holding the watermark (and a reader's window) back. */
+#define STEAL_LAG (1u << 16)
+
+uint64_t wsp_threads_watermark(void)
+{
+	uint64_t now = atomic_load(&wsp_seq), watermark = now;
+	pthread_mutex_lock(&reg_lock);
+	for (struct wsp_thread *t = threads; t; t = t->next) {
+		spin_lock(&t->lock);
+		struct wsp_buf *b = t->buf;
+		bool stolen = b && now - b->first_seq > STEAL_LAG;
+		if (stolen)
+			t->buf = NULL;
+		else if (b && b->first_seq < watermark)
+			watermark = b->first_seq;
+		spin_unlock(&t->lock);
+		if (stolen)
+			wsp_buf_enqueue(b);
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return watermark;
+}
+
 void wsp_events_lock_all(void)
 {
 	pthread_mutex_lock(&reg_lock);
@@ -263,6 +288,7 @@ static void segment_open(struct wsp_thread *t, struct wsp_buf *b)
 	p = wsp_put_varint(p, 0);
 	p = wsp_record_close(p, &m);
 	b->len = (size_t)(p - b->data);
+	b->first_seq = UINT64_MAX;
 	t->prev_seq = t->prev_time = t->prev_addr = 0;
 }
 
@@ -305,6 +331,8 @@ uint8_t *wsp_event_stamp(struct wsp_thread *t, uint8_t *p)
 	uint64_t now = wsp_now_ns();
 	if (now < t->prev_time)
 		now = t->prev_time;
+	if (t->buf->first_seq == UINT64_MAX)
+		t->buf->first_seq = seq;
 	p = wsp_put_varint(p, seq - t->prev_seq);
 	p = wsp_put_varint(p, now - t->prev_time);
 	t->prev_seq = seq;

@@ -138,6 +138,29 @@ static void drain(void)
 	}
 }
 
+static void stage_sync(uint64_t watermark)
+{
+	uint8_t rec[32], *p;
+	struct wsp_record_mark m;
+	p = wsp_record_open(rec, WSP_REC_SYNC, 24, &m);
+	p = wsp_put_varint(p, watermark);
+	p = wsp_put_varint(p, wsp_now_ns());
+	p = wsp_record_close(p, &m);
+	stage_bytes(rec, (size_t)(p - rec));
+}
+
+/* Between flushes: write out full buffers, with a SYNC so a reader can
+ * release the events they complete. */
+static void drain_with_sync(void)
+{
+	wsp_tls.writing = true;
+	uint64_t watermark = wsp_threads_watermark();
+	drain();
+	if (fd >= 0)
+		stage_sync(watermark);
+	wsp_tls.writing = false;
+}
+
 static void flush_locked(void)
 {
 	wsp_tls.writing = true;
@@ -149,13 +172,7 @@ static void flush_locked(void)
 	wsp_tls.writing = false;
 	if (fd < 0)
 		return;
-	uint8_t rec[32], *p;
-	struct wsp_record_mark m;
-	p = wsp_record_open(rec, WSP_REC_SYNC, 24, &m);
-	p = wsp_put_varint(p, watermark);
-	p = wsp_put_varint(p, wsp_now_ns());
-	p = wsp_record_close(p, &m);
-	stage_bytes(rec, (size_t)(p - rec));
+	stage_sync(watermark);
 	since_sync = 0;
 	write_chunk();
 }
@@ -244,9 +261,7 @@ static void *writer_main(void *arg)
 			flush_locked();
 			deadline_after(&next, wsp_cfg.flush_ms);
 		} else {
-			wsp_tls.writing = true;
-			drain();
-			wsp_tls.writing = false;
+			drain_with_sync();
 		}
 		pthread_mutex_unlock(&write_lock);
 	}

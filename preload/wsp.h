@@ -114,6 +114,7 @@ struct wsp_buf {
 	struct wsp_buf *next;
 	size_t len, cap;
 	uint64_t events;  /* event records in it, for the footer */
+	uint64_t first_seq; /* sequence number of its first event, UINT64_MAX if none */
 	uint8_t data[];
 };
 
@@ -150,6 +151,10 @@ struct wsp_buf *wsp_buf_dequeue_all(void);  /* FIFO list, writer only */
 /* Take every thread's partial buffer into the queue. @return the sequence
  * watermark: every event below it is now queued or written. */
 uint64_t wsp_threads_sweep(void);
+/* The lowest sequence number that may still sit in a thread's buffer:
+ * everything below it is queued or written. Queues the buffers of quiet
+ * threads that would hold it far back. */
+uint64_t wsp_threads_watermark(void);
 void wsp_events_reset_after_fork(void);
 void wsp_events_lock_all(void);
 void wsp_events_unlock_all(void);

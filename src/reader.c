@@ -39,6 +39,13 @@ struct stack_node {
 	uint64_t parent, ip;
 };
 
+/* Per-segment delta state. */
+struct segment {
+	uint32_t tid;
+	uint64_t seq, time, addr;
+	bool open;
+};
+
 struct wsprof_trace {
 	FILE *f;
 	wsprof_process proc;
@@ -47,6 +54,9 @@ struct wsprof_trace {
 	ZSTD_DCtx *dctx;
 	uint8_t *zbuf, *raw;
 	size_t zcap, rawcap;
+	struct wsp_cursor chunk;  /* undecoded rest of the current chunk */
+	struct segment seg;       /* delta state of its open segment */
+	bool in_chunk;
 
 	struct pending *pend;     /* events not yet released */
 	size_t npend, pendcap;
@@ -300,13 +310,6 @@ const wsprof_process *wsprof_trace_process(const wsprof_trace *t)
 
 /* ---- chunks and records -------------------------------------------- */
 
-/* Per-segment delta state. */
-struct segment {
-	uint32_t tid;
-	uint64_t seq, time, addr;
-	bool open;
-};
-
 static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 {
 	/* Ids come from one counter: a far jump is corruption, not a reason to allocate. */
@@ -463,25 +466,27 @@ static int release(wsprof_trace *t, uint64_t watermark)
 	return 0;
 }
 
-static int decode_chunk(wsprof_trace *t, const uint8_t *raw, size_t len)
+/* Decode the current chunk's records until a SYNC makes events ready or
+ * the chunk ends, so only the events between two SYNCs are ever held. */
+static int decode_some(wsprof_trace *t)
 {
-	struct wsp_cursor c = { raw, raw + len, false };
-	struct segment seg = { 0 };
-	while (c.p < c.end) {
-		uint64_t type = wsp_get_varint(&c), rlen = wsp_get_varint(&c);
-		if (c.bad || rlen > (uint64_t)(c.end - c.p))
+	struct wsp_cursor *c = &t->chunk;
+	struct segment *seg = &t->seg;
+	while (c->p < c->end) {
+		uint64_t type = wsp_get_varint(c), rlen = wsp_get_varint(c);
+		if (c->bad || rlen > (uint64_t)(c->end - c->p))
 			return WSPROF_E_CORRUPT;
-		struct wsp_cursor r = { c.p, c.p + rlen, false };
-		c.p += rlen;
+		struct wsp_cursor r = { c->p, c->p + rlen, false };
+		c->p += rlen;
 		int err = 0;
 		switch (type) {
 		case WSP_REC_SEGMENT:
-			seg.tid = (uint32_t)wsp_get_field(&r);
-			seg.seq = wsp_get_field(&r);
-			seg.time = wsp_get_field(&r);
-			seg.addr = 0;
-			seg.open = true;
-			err = tid_note(t, seg.tid);
+			seg->tid = (uint32_t)wsp_get_field(&r);
+			seg->seq = wsp_get_field(&r);
+			seg->time = wsp_get_field(&r);
+			seg->addr = 0;
+			seg->open = true;
+			err = tid_note(t, seg->tid);
 			break;
 		case WSP_REC_SYNC:
 			err = release(t, wsp_get_field(&r));
@@ -494,9 +499,9 @@ static int decode_chunk(wsprof_trace *t, const uint8_t *raw, size_t len)
 		case WSP_REC_ALLOC: case WSP_REC_FREE: case WSP_REC_MOVE: case WSP_REC_FAIL:
 		case WSP_REC_UNMAP: case WSP_REC_MODULE_LOAD: case WSP_REC_MODULE_UNLOAD:
 		case WSP_REC_FORK: case WSP_REC_EXEC:
-			if (!seg.open)
+			if (!seg->open)
 				return WSPROF_E_CORRUPT;
-			err = decode_event(t, &seg, type, &r);
+			err = decode_event(t, seg, type, &r);
 			/* EXEC ends the trace unless a later chunk goes on (exec failed). */
 			if (type == WSP_REC_EXEC) {
 				t->exec_seen = true;
@@ -512,7 +517,11 @@ static int decode_chunk(wsprof_trace *t, const uint8_t *raw, size_t len)
 			return err;
 		if (r.bad)
 			return WSPROF_E_CORRUPT;
+		if (t->readypos < t->nready)
+			return 0;
 	}
+	t->in_chunk = false;
+	t->next_chunk++;
 	return 0;
 }
 
@@ -543,7 +552,7 @@ static int read_footer(wsprof_trace *t, uint32_t size, const uint8_t *first)
 	return 0;
 }
 
-/* Read and decode the next chunk. @return 1 if one was read, 0 at the end. */
+/* Read and decompress the next chunk. @return 1 if one was read, 0 at the end. */
 static int read_chunk(wsprof_trace *t)
 {
 	uint8_t h[WSP_CHUNK_HEADER];
@@ -579,10 +588,9 @@ static int read_chunk(wsprof_trace *t)
 	size_t n = ZSTD_decompressDCtx(t->dctx, t->raw, rawsize, t->zbuf, zsize);
 	if (ZSTD_isError(n) || n != rawsize)
 		return WSPROF_E_CORRUPT;
-	err = decode_chunk(t, t->raw, n);
-	if (err)
-		return err;
-	t->next_chunk++;
+	t->chunk = (struct wsp_cursor){ t->raw, t->raw + n, false };
+	memset(&t->seg, 0, sizeof t->seg);
+	t->in_chunk = true;
 	return 1;
 }
 
@@ -622,16 +630,24 @@ int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
 				return err;
 			continue;
 		}
-		int r = read_chunk(t);
+		int r;
+		if (t->in_chunk) {
+			r = decode_some(t);
+			if (r == 0)
+				continue;
+			t->in_chunk = false;
+		} else {
+			r = read_chunk(t);
+			if (r == 1)
+				continue;
+		}
 		if (r == -ENOMEM)
 			return r;
-		if (r <= 0) {
-			t->eof = true;
-			if (r < 0)
-				t->error = r;
-			else if (!t->footer_seen && !t->exec_seen)
-				t->error = WSPROF_E_TRUNCATED;
-		}
+		t->eof = true;
+		if (r < 0)
+			t->error = r;
+		else if (!t->footer_seen && !t->exec_seen)
+			t->error = WSPROF_E_TRUNCATED;
 	}
 	t->current = t->ready[t->readypos++];
 	*ev = t->current.ev;
