@@ -151,13 +151,29 @@ WSPROF_EXPORT pid_t fork(void)
 
 /* ---- exec ----------------------------------------------------------- */
 
-static void before_exec(const char *path)
+/* Write everything, then the EXEC record alone in the last chunk, and keep
+ * the writer locked until exec returns: if it succeeds nothing follows the
+ * EXEC chunk (a reader's sign that the trace is complete); if it fails,
+ * recording goes on. @return whether after_exec() must be called. */
+static bool before_exec(const char *path)
 {
 	if (wsp_tls.guard || !wsp_is_traced_process())
-		return;
+		return false;
 	wsp_tls.guard++;
+	wsp_writer_lock();
+	wsp_writer_flush_locked();
+	wsp_tls.writing = true; /* a buffer for the record must not wait for the writer */
 	wsp_record_exec(path);
-	wsp_writer_flush();
+	wsp_tls.writing = false;
+	wsp_writer_flush_locked();
+	return true;
+}
+
+static void after_exec(bool held)
+{
+	if (!held)
+		return;
+	wsp_writer_unlock();
 	wsp_tls.guard--;
 }
 
@@ -227,10 +243,11 @@ static char **exec_env(char *const envp[])
 WSPROF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	wsp_real_resolve();
-	before_exec(path);
+	bool held = before_exec(path);
 	char **env = exec_env(envp);
 	int r = wsp_real.execve(path, argv, env);
 	int saved = errno;
+	after_exec(held);
 	env_free(env, envp);
 	errno = saved;
 	return r;
@@ -239,10 +256,11 @@ WSPROF_EXPORT int execve(const char *path, char *const argv[], char *const envp[
 WSPROF_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	wsp_real_resolve();
-	before_exec(file);
+	bool held = before_exec(file);
 	char **env = exec_env(envp);
 	int r = wsp_real.execvpe(file, argv, env);
 	int saved = errno;
+	after_exec(held);
 	env_free(env, envp);
 	errno = saved;
 	return r;
@@ -251,10 +269,11 @@ WSPROF_EXPORT int execvpe(const char *file, char *const argv[], char *const envp
 WSPROF_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	wsp_real_resolve();
-	before_exec("(fexecve)");
+	bool held = before_exec("(fexecve)");
 	char **env = exec_env(envp);
 	int r = wsp_real.fexecve(fd, argv, env);
 	int saved = errno;
+	after_exec(held);
 	env_free(env, envp);
 	errno = saved;
 	return r;

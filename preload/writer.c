@@ -161,7 +161,7 @@ static void drain_with_sync(void)
 	wsp_tls.writing = false;
 }
 
-static void flush_locked(void)
+void wsp_writer_flush_locked(void)
 {
 	wsp_tls.writing = true;
 	drain(); /* first, so the pool has buffers for the module records */
@@ -180,7 +180,7 @@ static void flush_locked(void)
 void wsp_writer_flush(void)
 {
 	pthread_mutex_lock(&write_lock);
-	flush_locked();
+	wsp_writer_flush_locked();
 	pthread_mutex_unlock(&write_lock);
 }
 
@@ -190,7 +190,7 @@ void wsp_writer_finish(void)
 	if (fd >= 0) {
 		atomic_store(&wsp_state, WSP_OFF);
 		wsp_buf_release_waiters();
-		flush_locked();
+		wsp_writer_flush_locked();
 		uint8_t frame[64], *p;
 		struct wsp_record_mark m;
 		p = wsp_record_open(frame + 8, WSP_REC_FOOTER, 50, &m);
@@ -258,7 +258,7 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&wake_lock);
 		pthread_mutex_lock(&write_lock);
 		if (passed(&next) || since_sync >= SYNC_BYTES) {
-			flush_locked();
+			wsp_writer_flush_locked();
 			deadline_after(&next, wsp_cfg.flush_ms);
 		} else {
 			drain_with_sync();

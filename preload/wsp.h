@@ -192,6 +192,7 @@ int wsp_writer_open(pid_t parent_traced);
 void wsp_writer_start_thread(void);
 /* Sweep, compress and write everything recorded so far. */
 void wsp_writer_flush(void);
+void wsp_writer_flush_locked(void); /* the same, with wsp_writer_lock() held */
 /* Final flush, footer, close. Later events are dropped. */
 void wsp_writer_finish(void);
 void wsp_writer_wake(void);

@@ -116,6 +116,8 @@ struct wsp_cursor {
 static inline uint64_t wsp_get_varint(struct wsp_cursor *c)
 {
 	uint64_t v = 0;
+	if (c->bad)
+		return 0;
 	for (int shift = 0; shift < 64; shift += 7) {
 		if (c->p >= c->end) {
 			c->bad = true;
@@ -126,7 +128,8 @@ static inline uint64_t wsp_get_varint(struct wsp_cursor *c)
 		if (!(b & 0x80))
 			return v;
 	}
-	c->bad = true;
+	c->bad = true; /* more than 10 bytes */
+	c->p = c->end;
 	return 0;
 }
 

@@ -37,6 +37,7 @@ struct pending {
 
 struct stack_node {
 	uint64_t parent, ip;
+	bool defined;
 };
 
 /* Per-segment delta state. */
@@ -65,7 +66,8 @@ struct wsprof_trace {
 	struct pending current;   /* the event last handed out (owns its strings) */
 
 	struct stack_node *stacks;
-	size_t nstacks;
+	size_t nstacks;           /* table capacity */
+	uint64_t max_stack;       /* highest id defined */
 
 	struct module *mods;
 	size_t nmods, modcap;
@@ -75,7 +77,6 @@ struct wsprof_trace {
 
 	uint64_t next_chunk;
 	bool eof, footer_seen, exec_seen;
-	uint64_t exec_chunk;
 	int error;
 	uint64_t events;
 	uint64_t last_time;
@@ -225,15 +226,19 @@ static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
 			free(t->cmdline);
 			free(t->tool_version);
 			t->exe = get_string(&r);
-			t->cmdline = get_string(&r);
+			size_t cmdlen;
+			const uint8_t *cmd = wsp_get_bytes(&r, &cmdlen);
+			if (cmdlen && cmd[cmdlen - 1] == 0)
+				cmdlen--; /* /proc/self/cmdline ends each argument with a NUL */
+			t->cmdline = dup_bytes(cmd ? cmd : (const uint8_t *)"", cmd ? cmdlen : 0);
+			for (size_t i = 0; t->cmdline && i < cmdlen; i++) /* NULs between arguments -> spaces */
+				if (!t->cmdline[i])
+					t->cmdline[i] = ' ';
 			t->tool_version = get_string(&r);
 			wsp_get_field(&r); /* page size */
 			t->proc.parent_traced_pid = (uint32_t)wsp_get_field(&r);
 			if (!t->exe || !t->cmdline || !t->tool_version)
 				return -ENOMEM;
-			for (char *s = t->cmdline; *s || s[1]; s++) /* NULs between arguments -> spaces */
-				if (!*s)
-					*s = ' ';
 		} else if (type == WSP_REC_CONFIG) {
 			t->proc.stack_depth = (unsigned)wsp_get_field(&r);
 			t->proc.flush_ms = (unsigned)wsp_get_field(&r);
@@ -313,7 +318,7 @@ const wsprof_process *wsprof_trace_process(const wsprof_trace *t)
 static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 {
 	/* Ids come from one counter: a far jump is corruption, not a reason to allocate. */
-	if (id == 0 || id > t->nstacks + (1u << 20))
+	if (id == 0 || id > t->max_stack + (1u << 20))
 		return WSPROF_E_CORRUPT;
 	if (id >= t->nstacks) {
 		size_t cap = t->nstacks, need = (size_t)id + 1;
@@ -322,8 +327,9 @@ static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 		memset(t->stacks + t->nstacks, 0, (cap - t->nstacks) * sizeof *t->stacks);
 		t->nstacks = cap;
 	}
-	t->stacks[id].parent = parent;
-	t->stacks[id].ip = ip;
+	t->stacks[id] = (struct stack_node){ parent, ip, true };
+	if (id > t->max_stack)
+		t->max_stack = id;
 	return 0;
 }
 
@@ -401,7 +407,8 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		p->ev.kind = (unsigned)wsp_get_field(r);
 		p->ev.op = (unsigned)wsp_get_field(r);
 		p->ev.addr = get_addr(s, r);
-		p->ev.size = wsp_get_field(r);
+		if (type != WSP_REC_FREE)
+			p->ev.size = wsp_get_field(r);
 		break;
 	case WSP_REC_MODULE_LOAD:
 		err = decode_module_load(p, r);
@@ -502,13 +509,8 @@ static int decode_some(wsprof_trace *t)
 			if (!seg->open)
 				return WSPROF_E_CORRUPT;
 			err = decode_event(t, seg, type, &r);
-			/* EXEC ends the trace unless a later chunk goes on (exec failed). */
-			if (type == WSP_REC_EXEC) {
+			if (type == WSP_REC_EXEC)
 				t->exec_seen = true;
-				t->exec_chunk = t->next_chunk;
-			} else if (t->exec_seen && t->next_chunk > t->exec_chunk) {
-				t->exec_seen = false;
-			}
 			break;
 		default:
 			break; /* a record of a later minor version */
@@ -588,6 +590,8 @@ static int read_chunk(wsprof_trace *t)
 	size_t n = ZSTD_decompressDCtx(t->dctx, t->raw, rawsize, t->zbuf, zsize);
 	if (ZSTD_isError(n) || n != rawsize)
 		return WSPROF_E_CORRUPT;
+	/* The recorder writes nothing after an EXEC's chunk unless exec failed. */
+	t->exec_seen = false;
 	t->chunk = (struct wsp_cursor){ t->raw, t->raw + n, false };
 	memset(&t->seg, 0, sizeof t->seg);
 	t->in_chunk = true;
@@ -688,7 +692,7 @@ size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint64_t *ips, 
 {
 	size_t depth = 0;
 	/* The depth bound also stops a cycle in a corrupt trace. */
-	while (stack && stack < t->nstacks && depth < 4096) {
+	while (stack && stack < t->nstacks && t->stacks[stack].defined && depth < 4096) {
 		if (depth < max)
 			ips[depth] = t->stacks[stack].ip;
 		depth++;
