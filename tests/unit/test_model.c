@@ -1,0 +1,218 @@
+/*
+ * test_model.c - the analyzer's live-set model (analyzer/model.c), fed
+ * events directly, without a trace file.
+ *
+ * What is pinned: the counting rules the summary promises (model.h):
+ * realloc and mremap are one free plus one allocation with the peak taken
+ * on the net change, a failed realloc restores the old block, munmap cuts
+ * any part of a mapping and counts a free only for a mapping released
+ * whole, a MAP_FIXED mapping releases what it covers, frees of unknown
+ * addresses are untracked, and a kind appears only once something of it
+ * was allocated.
+ */
+#include "model.h"
+
+#include <criterion/criterion.h>
+
+static struct wsp_model *m;
+static uint64_t seq;
+
+static void setup(void)
+{
+	m = wsp_model_new(NULL);
+	seq = 0;
+}
+
+static void teardown(void)
+{
+	wsp_model_free(m);
+}
+
+static void ev(int type, unsigned kind, uint32_t tid, uint64_t addr, uint64_t size)
+{
+	wsprof_event e = { .type = type, .kind = kind, .tid = tid, .seq = ++seq, .time_ns = seq * 10,
+			   .addr = addr, .size = size };
+	cr_assert_eq(wsp_model_apply(m, NULL, &e), 0);
+}
+
+static const struct wsp_kind_stats *heap(void)
+{
+	return wsp_model_kind(m, WSPROF_KIND_HEAP);
+}
+
+static const struct wsp_kind_stats *maps(void)
+{
+	return wsp_model_kind(m, WSPROF_KIND_MMAP);
+}
+
+TestSuite(model, .init = setup, .fini = teardown);
+
+Test(model, allocations_frees_peak_and_leaks)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x1000, 100);
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x2000, 50);
+	ev(WSPROF_EV_FREE, 0, 1, 0x1000, 0);
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x3000, 20);
+	cr_expect_eq(heap()->allocations, 3);
+	cr_expect_eq(heap()->frees, 1);
+	cr_expect_eq(heap()->peak_bytes, 150);
+	cr_expect_eq(heap()->peak_time_ns, 20);
+	cr_expect_eq(heap()->live_bytes, 70);
+	cr_expect_eq(heap()->live_blocks, 2);
+	cr_expect_eq(heap()->total_bytes, 170);
+}
+
+Test(model, realloc_is_a_free_and_an_allocation_with_the_peak_on_the_net_change)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x1000, 100);
+	ev(WSPROF_EV_MOVE, 0, 1, 0x1000, 0);
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x5000, 150);
+	cr_expect_eq(heap()->allocations, 2);
+	cr_expect_eq(heap()->frees, 1);
+	cr_expect_eq(heap()->peak_bytes, 150, "peak %llu: old and new block were counted together",
+		     (unsigned long long)heap()->peak_bytes);
+	cr_expect_eq(heap()->live_bytes, 150);
+	cr_expect_eq(heap()->live_blocks, 1);
+}
+
+Test(model, realloc_in_place_still_counts_a_free_and_an_allocation)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x1000, 100);
+	ev(WSPROF_EV_MOVE, 0, 1, 0x1000, 0);
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x1000, 80);
+	cr_expect_eq(heap()->allocations, 2);
+	cr_expect_eq(heap()->frees, 1);
+	cr_expect_eq(heap()->live_bytes, 80);
+	cr_expect_eq(heap()->peak_bytes, 100);
+}
+
+Test(model, a_failed_realloc_keeps_the_old_block)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x1000, 100);
+	ev(WSPROF_EV_MOVE, 0, 1, 0x1000, 0);
+	ev(WSPROF_EV_FAIL, 0, 1, 0, 1u << 30);
+	cr_expect_eq(heap()->failed, 1);
+	cr_expect_eq(heap()->frees, 0);
+	cr_expect_eq(heap()->live_bytes, 100);
+	ev(WSPROF_EV_FREE, 0, 1, 0x1000, 0);
+	cr_expect_eq(heap()->frees, 1);
+	cr_expect_eq(heap()->live_bytes, 0);
+	cr_expect_eq(wsp_model_untracked_frees(m), 0);
+}
+
+Test(model, reallocs_in_flight_on_two_threads_stay_apart)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x1000, 10);
+	ev(WSPROF_EV_ALLOC, 0, 2, 0x2000, 20);
+	ev(WSPROF_EV_MOVE, 0, 1, 0x1000, 0);
+	ev(WSPROF_EV_MOVE, 0, 2, 0x2000, 0);
+	ev(WSPROF_EV_FAIL, 0, 2, 0, 99);
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x3000, 30);
+	cr_expect_eq(heap()->frees, 1);
+	cr_expect_eq(heap()->failed, 1);
+	cr_expect_eq(heap()->live_bytes, 50);
+	cr_expect_eq(heap()->live_blocks, 2);
+}
+
+Test(model, a_free_of_an_unknown_address_is_untracked)
+{
+	ev(WSPROF_EV_FREE, 0, 1, 0x1000, 0);
+	cr_expect_eq(wsp_model_untracked_frees(m), 1);
+	cr_expect_eq(heap()->frees, 0);
+	cr_expect(!heap()->seen, "a kind with no allocation must not appear");
+}
+
+Test(model, an_address_allocated_again_replaces_the_block_whose_free_was_missed)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x1000, 100);
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x1000, 40);
+	cr_expect_eq(heap()->live_bytes, 40);
+	cr_expect_eq(heap()->live_blocks, 1);
+	cr_expect_eq(heap()->peak_bytes, 100);
+}
+
+Test(model, many_blocks_survive_table_growth_and_removal)
+{
+	for (uint64_t i = 1; i <= 20000; i++)
+		ev(WSPROF_EV_ALLOC, 0, 1, i * 16, i);
+	for (uint64_t i = 1; i <= 20000; i += 2)
+		ev(WSPROF_EV_FREE, 0, 1, i * 16, 0);
+	uint64_t odd = 0, even = 0;
+	for (uint64_t i = 1; i <= 20000; i++)
+		*(i & 1 ? &odd : &even) += i;
+	cr_expect_eq(heap()->live_bytes, even);
+	cr_expect_eq(heap()->live_blocks, 10000);
+	cr_expect_eq(heap()->peak_bytes, odd + even);
+	for (uint64_t i = 2; i <= 20000; i += 2)
+		ev(WSPROF_EV_FREE, 0, 1, i * 16, 0);
+	cr_expect_eq(heap()->live_bytes, 0);
+	cr_expect_eq(wsp_model_untracked_frees(m), 0);
+}
+
+Test(model, munmap_cuts_a_mapping_and_frees_it_when_nothing_is_left)
+{
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x10000, 0x4000);
+	ev(WSPROF_EV_UNMAP, 1, 1, 0x11000, 0x1000); /* a hole in the middle */
+	cr_expect_eq(maps()->live_bytes, 0x3000);
+	cr_expect_eq(maps()->live_blocks, 2);
+	cr_expect_eq(maps()->frees, 0);
+	ev(WSPROF_EV_UNMAP, 1, 1, 0x10000, 0x4000); /* over the rest, and the hole */
+	cr_expect_eq(maps()->live_bytes, 0);
+	cr_expect_eq(maps()->frees, 2, "each remaining piece was released whole");
+	cr_expect_eq(maps()->allocations, 1);
+}
+
+Test(model, one_munmap_may_release_several_mappings)
+{
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x10000, 0x1000);
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x12000, 0x1000);
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x20000, 0x1000);
+	ev(WSPROF_EV_UNMAP, 1, 1, 0x10000, 0x3000);
+	cr_expect_eq(maps()->frees, 2);
+	cr_expect_eq(maps()->live_bytes, 0x1000);
+	ev(WSPROF_EV_UNMAP, 1, 1, 0x50000, 0x1000); /* nothing traced there */
+	cr_expect_eq(maps()->frees, 2);
+}
+
+Test(model, a_fixed_mapping_replaces_what_it_covers)
+{
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x10000, 0x4000);
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x11000, 0x1000);
+	cr_expect_eq(maps()->live_bytes, 0x4000);
+	cr_expect_eq(maps()->live_blocks, 3);
+	cr_expect_eq(maps()->peak_bytes, 0x4000);
+}
+
+Test(model, mremap_moves_a_mapping)
+{
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x10000, 0x2000);
+	ev(WSPROF_EV_MOVE, 1, 1, 0x10000, 0x2000);
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x40000, 0x8000);
+	cr_expect_eq(maps()->allocations, 2);
+	cr_expect_eq(maps()->frees, 1);
+	cr_expect_eq(maps()->live_bytes, 0x8000);
+	cr_expect_eq(maps()->peak_bytes, 0x8000);
+}
+
+Test(model, a_failed_mremap_keeps_the_mapping)
+{
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x10000, 0x2000);
+	ev(WSPROF_EV_MOVE, 1, 1, 0x10000, 0x2000);
+	ev(WSPROF_EV_FAIL, 1, 1, 0, 1ull << 40);
+	cr_expect_eq(maps()->failed, 1);
+	cr_expect_eq(maps()->live_bytes, 0x2000);
+	ev(WSPROF_EV_UNMAP, 1, 1, 0x10000, 0x2000);
+	cr_expect_eq(maps()->frees, 1);
+}
+
+Test(model, forks_and_exec_are_remembered)
+{
+	wsprof_event f = { .type = WSPROF_EV_FORK, .child_pid = 4242, .seq = 1 };
+	wsprof_event x = { .type = WSPROF_EV_EXEC, .path = "/bin/true", .seq = 2 };
+	cr_assert_eq(wsp_model_apply(m, NULL, &f), 0);
+	cr_assert_eq(wsp_model_apply(m, NULL, &x), 0);
+	const uint32_t *kids;
+	cr_assert_eq(wsp_model_children(m, &kids), 1);
+	cr_expect_eq(kids[0], 4242);
+	cr_expect_str_eq(wsp_model_exec(m), "/bin/true");
+}
