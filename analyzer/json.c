@@ -95,6 +95,13 @@ void wsp_json_double(struct wsp_json *j, const char *key, double value)
 		fputs("null", j->out);
 }
 
+void wsp_json_seconds(struct wsp_json *j, const char *key, uint64_t ns)
+{
+	member(j, key);
+	fprintf(j->out, "%llu.%09llu", (unsigned long long)(ns / 1000000000u),
+		(unsigned long long)(ns % 1000000000u));
+}
+
 void wsp_json_bool(struct wsp_json *j, const char *key, bool value)
 {
 	member(j, key);

@@ -24,6 +24,8 @@ void wsp_json_string(struct wsp_json *j, const char *key, const char *value); /*
 void wsp_json_uint(struct wsp_json *j, const char *key, uint64_t value);
 void wsp_json_int(struct wsp_json *j, const char *key, int64_t value);
 void wsp_json_double(struct wsp_json *j, const char *key, double value);
+/* Nanoseconds written as exact decimal seconds ("1795943670.123456789"). */
+void wsp_json_seconds(struct wsp_json *j, const char *key, uint64_t ns);
 void wsp_json_bool(struct wsp_json *j, const char *key, bool value);
 void wsp_json_null(struct wsp_json *j, const char *key);
 

@@ -3,6 +3,8 @@
  *
  * Heap blocks live in an open-addressing hash table keyed by address;
  * mmap ranges in a sorted array, because munmap may cut any part of them.
+ * The pieces of one mapping keep its identity (origin): a mapping is one
+ * live block, and one free when its last piece goes.
  * A MOVE (realloc/mremap in flight) parks the old block per thread until
  * the same thread's ALLOC (success) or FAIL (old block restored).
  * Memory grows with live blocks, distinct stacks and threads, never with
@@ -17,6 +19,7 @@
 struct stash {
 	uint32_t tid;
 	bool used;
+	uint64_t blocks_gone; /* counted mappings whose last piece was parked */
 	struct wsp_block *blocks;
 	size_t n, cap;
 };
@@ -96,26 +99,37 @@ void wsp_model_free(struct wsp_model *m)
 
 /* ---- figures -------------------------------------------------------- */
 
-static void gain(struct wsp_model *m, const struct wsp_block *b, uint64_t time)
+static void add_live(struct wsp_model *m, const struct wsp_block *b, uint64_t bytes, uint64_t blocks,
+		     uint64_t time)
 {
 	if (b->excluded)
 		return;
 	struct wsp_kind_stats *k = &m->kinds[b->kind];
-	k->live_bytes += b->size;
-	k->live_blocks++;
+	k->live_bytes += bytes;
+	k->live_blocks += blocks;
 	if (k->live_bytes > k->peak_bytes) {
 		k->peak_bytes = k->live_bytes;
 		k->peak_time_ns = time;
 	}
 }
 
-static void lose(struct wsp_model *m, const struct wsp_block *b)
+static void sub_live(struct wsp_model *m, const struct wsp_block *b, uint64_t bytes, uint64_t blocks)
 {
 	if (b->excluded)
 		return;
 	struct wsp_kind_stats *k = &m->kinds[b->kind];
-	k->live_bytes -= b->size;
-	k->live_blocks--;
+	k->live_bytes -= bytes;
+	k->live_blocks -= blocks;
+}
+
+static void gain(struct wsp_model *m, const struct wsp_block *b, uint64_t time)
+{
+	add_live(m, b, b->size, 1, time);
+}
+
+static void lose(struct wsp_model *m, const struct wsp_block *b)
+{
+	sub_live(m, b, b->size, 1);
 }
 
 /* ---- heap blocks ------------------------------------------------------ */
@@ -205,8 +219,19 @@ static int stash_add(struct stash *s, const struct wsp_block *b)
 	return 0;
 }
 
+/* Is any piece of r's mapping still live? */
+static bool origin_alive(const struct wsp_model *m, const struct wsp_block *r)
+{
+	for (size_t i = range_first_after(m, r->origin);
+	     i < m->nranges && m->ranges[i].addr < r->origin + r->origin_size; i++)
+		if (m->ranges[i].origin == r->origin)
+			return true;
+	return false;
+}
+
 /* Release [addr, addr+len) from the mmap ranges. Pieces go to `into` when
- * given (a MOVE); otherwise a range released whole counts as one free. */
+ * given (a MOVE); otherwise a mapping whose last piece goes counts as one
+ * free. */
 static int range_cut(struct wsp_model *m, uint64_t addr, uint64_t len, struct stash *into)
 {
 	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
@@ -215,30 +240,28 @@ static int range_cut(struct wsp_model *m, uint64_t addr, uint64_t len, struct st
 		struct wsp_block r = m->ranges[i];
 		uint64_t lo = r.addr > addr ? r.addr : addr;
 		uint64_t hi = r.addr + r.size < end ? r.addr + r.size : end;
-		struct wsp_block piece = r;
+		struct wsp_block piece = r, left = r, right = r;
 		piece.addr = lo;
 		piece.size = hi - lo;
-		lose(m, &r);
-		if (into && stash_add(into, &piece))
-			return -ENOMEM;
-		memmove(m->ranges + i, m->ranges + i + 1, (m->nranges - i - 1) * sizeof *m->ranges);
-		m->nranges--;
-		if (!into && lo == r.addr && hi == r.addr + r.size && !r.excluded)
-			m->kinds[r.kind].frees++;
-		/* What is left of r on either side stays live. */
-		struct wsp_block left = r, right = r;
 		left.size = lo - r.addr;
 		right.addr = hi;
 		right.size = r.addr + r.size - hi;
-		if (left.size) {
-			if (range_insert_at(m, i++, &left))
-				return -ENOMEM;
-			gain(m, &left, m->last_time);
-		}
-		if (right.size) {
-			if (range_insert_at(m, i++, &right))
-				return -ENOMEM;
-			gain(m, &right, m->last_time);
+		sub_live(m, &r, piece.size, 0);
+		memmove(m->ranges + i, m->ranges + i + 1, (m->nranges - i - 1) * sizeof *m->ranges);
+		m->nranges--;
+		/* What is left of r on either side stays live, as part of r's mapping. */
+		if (left.size && range_insert_at(m, i++, &left))
+			return -ENOMEM;
+		if (right.size && range_insert_at(m, i++, &right))
+			return -ENOMEM;
+		if (into && stash_add(into, &piece))
+			return -ENOMEM;
+		if (!origin_alive(m, &r)) {
+			sub_live(m, &r, 0, 1);
+			if (into)
+				into->blocks_gone += !r.excluded;
+			else if (!r.excluded)
+				m->kinds[r.kind].frees++;
 		}
 	}
 	return 0;
@@ -273,6 +296,7 @@ static struct stash *stash_of(struct wsp_model *m, uint32_t tid, bool create)
 	free_slot->used = true;
 	free_slot->tid = tid;
 	free_slot->n = 0;
+	free_slot->blocks_gone = 0;
 	return free_slot;
 }
 
@@ -361,7 +385,8 @@ static bool caller_ok(struct wsp_model *m, wsprof_trace *t, uint64_t stack)
 static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev)
 {
 	struct wsp_kind_stats *k = &m->kinds[ev->kind];
-	struct wsp_block b = { ev->addr, ev->size, ev->stack, (uint8_t)ev->kind, !caller_ok(m, t, ev->stack) };
+	struct wsp_block b = { ev->addr, ev->size, ev->stack, ev->addr, ev->size, (uint8_t)ev->kind,
+			       !caller_ok(m, t, ev->stack) };
 	struct stash *s = stash_of(m, ev->tid, false);
 	if (s) {
 		if (stash_any_counted(s))
@@ -411,11 +436,14 @@ static int apply_fail(struct wsp_model *m, wsprof_trace *t, const wsprof_event *
 	if (s) {
 		for (size_t i = 0; i < s->n; i++) {
 			const struct wsp_block *b = &s->blocks[i];
-			int err = b->kind == WSPROF_KIND_MMAP ? range_add(m, b) : heap_insert(m, b);
+			bool piece = b->kind == WSPROF_KIND_MMAP;
+			int err = piece ? range_add(m, b) : heap_insert(m, b);
 			if (err)
 				return err;
-			gain(m, b, ev->time_ns);
+			add_live(m, b, b->size, !piece, ev->time_ns);
 		}
+		if (s->n)
+			m->kinds[s->blocks[0].kind].live_blocks += s->blocks_gone;
 		s->used = false;
 	}
 	if (caller_ok(m, t, ev->stack))

@@ -31,6 +31,7 @@ struct wsp_kind_stats {
 
 struct wsp_block {
 	uint64_t addr, size, stack;
+	uint64_t origin, origin_size; /* mmap: the mapping this piece was cut from */
 	uint8_t kind;
 	bool excluded;             /* filtered out: tracked only to match its free */
 };

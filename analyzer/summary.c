@@ -39,7 +39,7 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_string(&j, "status", status_word(st));
 	if (st->error)
 		wsp_json_string(&j, "warning", wsprof_strerror(st->error));
-	wsp_json_double(&j, "duration_s", (double)st->end_time_ns / 1e9);
+	wsp_json_seconds(&j, "duration_s", st->end_time_ns);
 	wsp_json_uint(&j, "threads", st->threads);
 	wsp_json_uint(&j, "events", st->events);
 	wsp_json_uint(&j, "chunks", st->chunks);
@@ -50,7 +50,7 @@ static void print_json(const struct wsp_loaded *l)
 		wsp_json_uint(&j, "forked_from", p->parent_traced_pid);
 	wsp_json_string(&j, "exe", p->exe);
 	wsp_json_string(&j, "cmdline", p->cmdline);
-	wsp_json_double(&j, "start_unix_s", (double)p->start_realtime_ns / 1e9);
+	wsp_json_seconds(&j, "start_unix_s", p->start_realtime_ns);
 	wsp_json_end_object(&j);
 	wsp_json_begin_object(&j, "recorder");
 	wsp_json_string(&j, "version", p->tool_version);
@@ -71,7 +71,7 @@ static void print_json(const struct wsp_loaded *l)
 		wsp_json_uint(&j, "frees", s->frees);
 		wsp_json_uint(&j, "failed", s->failed);
 		wsp_json_uint(&j, "peak_bytes", s->peak_bytes);
-		wsp_json_double(&j, "peak_time_s", (double)s->peak_time_ns / 1e9);
+		wsp_json_seconds(&j, "peak_time_s", s->peak_time_ns);
 		wsp_json_uint(&j, "leaked_bytes", s->live_bytes);
 		wsp_json_uint(&j, "leaked_blocks", s->live_blocks);
 		wsp_json_uint(&j, "total_bytes", s->total_bytes);
@@ -85,7 +85,7 @@ static void print_json(const struct wsp_loaded *l)
 	for (size_t i = 0; i < n; i++)
 		wsp_json_uint(&j, NULL, kids[i]);
 	wsp_json_end_array(&j);
-	wsp_json_string(&j, "exec", wsp_model_exec(l->model));
+	wsp_json_string(&j, "exec", st->ended_by_exec ? wsp_model_exec(l->model) : NULL);
 	wsp_json_end_object(&j);
 }
 
@@ -138,7 +138,7 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 			printf(" %u", kids[i]);
 		printf("\n");
 	}
-	if (wsp_model_exec(l->model))
+	if (st->ended_by_exec && wsp_model_exec(l->model))
 		printf("\n  ended by exec of %s (traced into its own file when following)\n", wsp_model_exec(l->model));
 }
 

@@ -61,7 +61,6 @@ void wsp_real_resolve(void)
 	RESOLVE(malloc);
 	RESOLVE(calloc);
 	RESOLVE(realloc);
-	RESOLVE(reallocarray);
 	RESOLVE(posix_memalign);
 	RESOLVE(aligned_alloc);
 	RESOLVE(memalign);

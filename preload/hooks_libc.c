@@ -128,22 +128,23 @@ static void *out_of_pool(void *old, size_t size)
 	return p;
 }
 
-/* realloc and reallocarray: the old block is released (MOVE) before the
- * call, and the outcome recorded after it. */
-static void *resize(unsigned op, void *old, size_t size, void *(*call)(void *, size_t, size_t),
-		    size_t a, size_t b)
+/* realloc and reallocarray: the old block is released (MOVE, or FREE when
+ * the new size is 0 and glibc frees it) before the call, and the outcome
+ * recorded after it. Both go to the real realloc: glibc's reallocarray
+ * calls realloc through its PLT, which would land in our hook again. */
+static void *resize(unsigned op, void *old, size_t size)
 {
 	int e = errno;
 	bool rec = enter();
 	if (rec) {
-		if (size == 0 && op == WSPROF_OP_REALLOC)
-			wsp_record_free(HEAP, op, old); /* realloc(p, 0) frees p */
+		if (size == 0)
+			wsp_record_free(HEAP, op, old);
 		else
 			wsp_record_move(HEAP, op, old, 0);
 		leave(e);
 	}
-	void *p = call(old, a, b);
-	if (rec && (size != 0 || op != WSPROF_OP_REALLOC)) {
+	void *p = wsp_real.realloc(old, size);
+	if (rec && size != 0) {
 		e = errno;
 		if (enter()) {
 			if (p)
@@ -156,18 +157,7 @@ static void *resize(unsigned op, void *old, size_t size, void *(*call)(void *, s
 	return p;
 }
 
-static void *call_realloc(void *p, size_t size, size_t unused)
-{
-	(void)unused;
-	return wsp_real.realloc(p, size);
-}
-
-static void *call_reallocarray(void *p, size_t n, size_t size)
-{
-	return wsp_real.reallocarray(p, n, size);
-}
-
-WSPROF_EXPORT void *realloc(void *old, size_t size)
+static void *realloc_as(unsigned op, void *old, size_t size)
 {
 	if (need_real((void *)wsp_real.realloc) && !wsp_real.realloc) {
 		void *p = wsp_bootstrap_alloc(size, 16);
@@ -179,32 +169,26 @@ WSPROF_EXPORT void *realloc(void *old, size_t size)
 		return out_of_pool(old, size);
 	if (!old) {
 		void *p = wsp_real.realloc(NULL, size);
-		note_alloc(HEAP, WSPROF_OP_REALLOC, p, size);
+		note_alloc(HEAP, op, p, size);
 		return p;
 	}
-	return resize(WSPROF_OP_REALLOC, old, size, call_realloc, size, 0);
+	return resize(op, old, size);
+}
+
+WSPROF_EXPORT void *realloc(void *old, size_t size)
+{
+	return realloc_as(WSPROF_OP_REALLOC, old, size);
 }
 
 WSPROF_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
 	size_t total;
-	bool overflow = __builtin_mul_overflow(n, size, &total);
-	if ((need_real((void *)wsp_real.reallocarray) && !wsp_real.reallocarray) ||
-	    (old && wsp_bootstrap_owns(old))) {
-		if (overflow) {
-			errno = ENOMEM;
-			return NULL;
-		}
-		return old ? out_of_pool(old, total) : malloc(total);
+	if (__builtin_mul_overflow(n, size, &total)) {
+		note_alloc(HEAP, WSPROF_OP_REALLOCARRAY, NULL, SIZE_MAX);
+		errno = ENOMEM;
+		return NULL; /* as glibc: the old block stays */
 	}
-	if (overflow)
-		total = SIZE_MAX;
-	if (!old) {
-		void *p = wsp_real.reallocarray(NULL, n, size);
-		note_alloc(HEAP, WSPROF_OP_REALLOCARRAY, p, total);
-		return p;
-	}
-	return resize(WSPROF_OP_REALLOCARRAY, old, total, call_reallocarray, n, size);
+	return realloc_as(WSPROF_OP_REALLOCARRAY, old, total);
 }
 
 WSPROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)

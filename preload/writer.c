@@ -170,8 +170,11 @@ void wsp_writer_flush_locked(void)
 	uint64_t watermark = wsp_threads_sweep();
 	drain();
 	wsp_tls.writing = false;
-	if (fd < 0)
+	/* A quiet program gets no chunk of SYNCs alone every interval. */
+	static uint64_t last_watermark = UINT64_MAX;
+	if (fd < 0 || (!stage_len && watermark == last_watermark))
 		return;
+	last_watermark = watermark;
 	stage_sync(watermark);
 	since_sync = 0;
 	write_chunk();

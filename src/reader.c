@@ -495,9 +495,13 @@ static int decode_some(wsprof_trace *t)
 			seg->open = true;
 			err = tid_note(t, seg->tid);
 			break;
-		case WSP_REC_SYNC:
-			err = release(t, wsp_get_field(&r));
+		case WSP_REC_SYNC: {
+			uint64_t watermark = wsp_get_field(&r), time = wsp_get_field(&r);
+			if (time > t->last_time)
+				t->last_time = time; /* a quiet program's trace still shows how long it ran */
+			err = release(t, watermark);
 			break;
+		}
 		case WSP_REC_STACK: {
 			uint64_t id = wsp_get_field(&r), parent = wsp_get_field(&r), ip = wsp_get_field(&r);
 			err = r.bad ? WSPROF_E_CORRUPT : add_stack(t, id, parent, ip);
