@@ -51,6 +51,18 @@ demo() {
 
 case "${1:-}" in
 demo) install_missing; build; demo ;;
-test) install_missing; build; meson test -C "$BUILD" --print-errorlogs ;;
+test)
+	install_missing
+	build
+	status=0
+	meson test -C "$BUILD" --print-errorlogs || status=$?
+	# One closing line over every criterion test case of every suite; a test
+	# program that died before its own synthesis counts as one failure.
+	awk '/Synthesis: Tested:/ { p += $7; f += $10 + $13 }
+	     /^(Fail|Timeout):/ { dead += $2 }
+	     END { if (dead > f) f = dead; printf "%d passed, %d failed\n", p, f }' \
+		"$BUILD/meson-logs/testlog.txt"
+	exit $status
+	;;
 *) echo "usage: ./dev.sh demo | test" >&2; exit 2 ;;
 esac
