@@ -26,7 +26,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -341,20 +340,6 @@ static int create_file(const char *want, pid_t pid)
 	return -1;
 }
 
-/* Keep the descriptor out of the low numbers the program expects to get. */
-static int move_high(int f)
-{
-	struct rlimit rl;
-	int floor = 1000;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1200)
-		floor = rl.rlim_cur > 64 ? (int)rl.rlim_cur - 32 : 3;
-	int h = fcntl(f, F_DUPFD_CLOEXEC, floor);
-	if (h < 0)
-		return f;
-	close(f);
-	return h;
-}
-
 static size_t read_small_file(const char *file, char *buf, size_t cap)
 {
 	int f = open(file, O_RDONLY | O_CLOEXEC);
@@ -426,7 +411,7 @@ int wsp_writer_open(pid_t parent_traced)
 			 want, strerror(errno));
 		return -1;
 	}
-	fd = move_high(f);
+	fd = wsp_fd_move_high(f);
 	chunk_index = 0;
 	events_written = 0;
 	stage_len = since_sync = 0;

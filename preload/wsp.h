@@ -10,6 +10,7 @@
  *   writer.c     the writer thread: sweep, compress, write, footer
  *   modules.c    the module map and dlopen/dlclose
  *   process.c    start, exit, fork and exec
+ *   fds.c        wsprof's own descriptors, kept high
  *   hooks_libc.c the malloc family and mmap/munmap/mremap
  *
  * Reentrancy rule for every file: code that runs inside a hook sets the
@@ -211,6 +212,12 @@ void wsp_modules_reset(void);
 bool wsp_addr_in_self(uintptr_t ip);
 void wsp_modules_lock(void);
 void wsp_modules_unlock(void);
+
+/* ---- fds.c ---------------------------------------------------------- */
+
+/* Move a descriptor of wsprof's own out of the low numbers the program
+ * expects open() to return. @return the new descriptor (close-on-exec). */
+int wsp_fd_move_high(int fd);
 
 /* ---- process.c ------------------------------------------------------ */
 
