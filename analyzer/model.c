@@ -12,6 +12,8 @@
  */
 #include "model.h"
 
+#include "grow.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,20 +53,6 @@ struct wsp_model {
 	char *exec_path;
 };
 
-static int grow(void *arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 16;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*(void **)arr, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*(void **)arr = p;
-	*cap = n;
-	return 0;
-}
 
 static inline size_t hash64(uint64_t x, size_t cap)
 {
@@ -203,7 +191,7 @@ static size_t range_first_after(const struct wsp_model *m, uint64_t addr)
 
 static int range_insert_at(struct wsp_model *m, size_t i, const struct wsp_block *b)
 {
-	if (grow(&m->ranges, &m->ranges_cap, m->nranges + 1, sizeof *m->ranges))
+	if (wsp_grow(&m->ranges, &m->ranges_cap, m->nranges + 1, sizeof *m->ranges))
 		return -ENOMEM;
 	memmove(m->ranges + i + 1, m->ranges + i, (m->nranges - i) * sizeof *m->ranges);
 	m->ranges[i] = *b;
@@ -213,7 +201,7 @@ static int range_insert_at(struct wsp_model *m, size_t i, const struct wsp_block
 
 static int stash_add(struct stash *s, const struct wsp_block *b)
 {
-	if (grow(&s->blocks, &s->cap, s->n + 1, sizeof *s->blocks))
+	if (wsp_grow(&s->blocks, &s->cap, s->n + 1, sizeof *s->blocks))
 		return -ENOMEM;
 	s->blocks[s->n++] = *b;
 	return 0;
@@ -288,7 +276,7 @@ static struct stash *stash_of(struct wsp_model *m, uint32_t tid, bool create)
 		return NULL;
 	if (!free_slot) {
 		size_t cap = m->nstashes;
-		if (grow(&m->stashes, &cap, m->nstashes + 1, sizeof *m->stashes))
+		if (wsp_grow(&m->stashes, &cap, m->nstashes + 1, sizeof *m->stashes))
 			return NULL;
 		free_slot = &m->stashes[m->nstashes++];
 		memset(free_slot, 0, sizeof *free_slot);
@@ -478,7 +466,7 @@ int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev
 	case WSPROF_EV_UNMAP:
 		return range_cut(m, ev->addr, ev->size, NULL);
 	case WSPROF_EV_FORK:
-		if (grow(&m->children, &m->children_cap, m->nchildren + 1, sizeof *m->children))
+		if (wsp_grow(&m->children, &m->children_cap, m->nchildren + 1, sizeof *m->children))
 			return -ENOMEM;
 		m->children[m->nchildren++] = ev->child_pid;
 		return 0;

@@ -240,43 +240,36 @@ static char **exec_env(char *const envp[])
 	return wsp_cfg.follow ? (char **)envp : wsp_env_without_preload(envp);
 }
 
-WSPROF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+enum exec_by { BY_PATH, BY_FILE, BY_FD };
+
+static int exec_traced(enum exec_by by, const char *name, int fd, char *const argv[], char *const envp[])
 {
 	wsp_real_resolve();
-	bool held = before_exec(path);
+	bool held = before_exec(name);
 	char **env = exec_env(envp);
-	int r = wsp_real.execve(path, argv, env);
+	int r = by == BY_PATH ? wsp_real.execve(name, argv, env)
+	      : by == BY_FILE ? wsp_real.execvpe(name, argv, env)
+			      : wsp_real.fexecve(fd, argv, env);
 	int saved = errno;
 	after_exec(held);
 	env_free(env, envp);
 	errno = saved;
 	return r;
+}
+
+WSPROF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	return exec_traced(BY_PATH, path, -1, argv, envp);
 }
 
 WSPROF_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	wsp_real_resolve();
-	bool held = before_exec(file);
-	char **env = exec_env(envp);
-	int r = wsp_real.execvpe(file, argv, env);
-	int saved = errno;
-	after_exec(held);
-	env_free(env, envp);
-	errno = saved;
-	return r;
+	return exec_traced(BY_FILE, file, -1, argv, envp);
 }
 
 WSPROF_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	wsp_real_resolve();
-	bool held = before_exec("(fexecve)");
-	char **env = exec_env(envp);
-	int r = wsp_real.fexecve(fd, argv, env);
-	int saved = errno;
-	after_exec(held);
-	env_free(env, envp);
-	errno = saved;
-	return r;
+	return exec_traced(BY_FD, "(fexecve)", fd, argv, envp);
 }
 
 WSPROF_EXPORT int execv(const char *path, char *const argv[])

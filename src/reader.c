@@ -12,6 +12,7 @@
  */
 
 #include "format.h"
+#include "grow.h"
 #include "wsprof/trace.h"
 
 #include <errno.h>
@@ -115,21 +116,6 @@ const char *wsprof_op_name(unsigned op)
 	return op < WSPROF_OP_COUNT ? op_names[op] : NULL;
 }
 
-/* Grow *arr (of elem-sized items, capacity *cap) to hold need items. */
-static int grow(void *arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*(void **)arr, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*(void **)arr = p;
-	*cap = n;
-	return 0;
-}
 
 static char *dup_bytes(const uint8_t *s, size_t n)
 {
@@ -322,7 +308,7 @@ static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 		return WSPROF_E_CORRUPT;
 	if (id >= t->nstacks) {
 		size_t cap = t->nstacks, need = (size_t)id + 1;
-		if (grow(&t->stacks, &cap, need, sizeof *t->stacks))
+		if (wsp_grow(&t->stacks, &cap, need, sizeof *t->stacks))
 			return -ENOMEM;
 		memset(t->stacks + t->nstacks, 0, (cap - t->nstacks) * sizeof *t->stacks);
 		t->nstacks = cap;
@@ -335,7 +321,7 @@ static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 
 static struct pending *pending_push(wsprof_trace *t, struct segment *s, struct wsp_cursor *r)
 {
-	if (grow(&t->pend, &t->pendcap, t->npend + 1, sizeof *t->pend))
+	if (wsp_grow(&t->pend, &t->pendcap, t->npend + 1, sizeof *t->pend))
 		return NULL;
 	struct pending *p = &t->pend[t->npend++];
 	memset(p, 0, sizeof *p);
@@ -464,7 +450,7 @@ static int release(wsprof_trace *t, uint64_t watermark)
 		t->nready -= t->readypos;
 		t->readypos = 0;
 	}
-	if (grow(&t->ready, &t->readycap, t->nready + n, sizeof *t->ready))
+	if (wsp_grow(&t->ready, &t->readycap, t->nready + n, sizeof *t->ready))
 		return -ENOMEM;
 	memcpy(t->ready + t->nready, t->pend, n * sizeof *t->pend);
 	t->nready += n;
@@ -586,7 +572,7 @@ static int read_chunk(wsprof_trace *t)
 	if (index != t->next_chunk || rawsize > WSP_CHUNK_RAW_MAX ||
 	    zsize > ZSTD_compressBound(rawsize) + 64)
 		return WSPROF_E_CORRUPT;
-	if (grow(&t->zbuf, &t->zcap, zsize, 1) || grow(&t->raw, &t->rawcap, rawsize + 1, 1))
+	if (wsp_grow(&t->zbuf, &t->zcap, zsize, 1) || wsp_grow(&t->raw, &t->rawcap, rawsize + 1, 1))
 		return -ENOMEM;
 	err = read_exact(t->f, t->zbuf, zsize);
 	if (err)
@@ -618,7 +604,7 @@ static int apply_module(wsprof_trace *t, struct pending *p)
 		}
 		return 0;
 	}
-	if (grow(&t->mods, &t->modcap, t->nmods + 1, sizeof *t->mods))
+	if (wsp_grow(&t->mods, &t->modcap, t->nmods + 1, sizeof *t->mods))
 		return -ENOMEM;
 	t->mods[t->nmods++] = *p->mod;
 	free(p->mod);
