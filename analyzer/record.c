@@ -100,31 +100,38 @@ static bool set_number(const char *name, const char *value, unsigned lo, unsigne
 	return true;
 }
 
+/* Say where the traces are. The program's own trace is the last one its
+ * pid wrote: a launcher that execs the real program (a shell script, a
+ * version shim) writes one per image. */
 static void report_traces(const char *manifest, pid_t root)
 {
 	FILE *f = fopen(manifest, "r");
-	char line[PATH_MAX + 32];
-	int count = 0;
-	char first[PATH_MAX] = "";
+	char line[PATH_MAX + 32], main_trace[PATH_MAX] = "";
+	int count = 0, shown = 0;
 	while (f && fgets(line, sizeof line, f)) {
 		line[strcspn(line, "\n")] = 0;
 		char *tab = strchr(line, '\t');
 		if (!tab)
 			continue;
 		*tab = 0;
-		bool is_root = atoi(line) == root && count == 0;
-		fprintf(stderr, "wsprof: trace of pid %s%s: %s\n", line, is_root ? "" : " (child or exec)", tab + 1);
-		if (!count)
-			snprintf(first, sizeof first, "%s", tab + 1);
 		count++;
+		if (atoi(line) == root)
+			snprintf(main_trace, sizeof main_trace, "%s", tab + 1);
+		else if (shown++ < 4)
+			fprintf(stderr, "wsprof: trace of child pid %s: %s\n", line, tab + 1);
 	}
 	if (f)
 		fclose(f);
-	if (count)
-		fprintf(stderr, "wsprof: see it with: wsprof report summary %s\n", first);
-	else
+	if (shown > 4)
+		fprintf(stderr, "wsprof: ... and %d more traces of child processes\n", shown - 4);
+	if (!count) {
 		fprintf(stderr, "wsprof: no trace was written: the program may be statically linked or setuid "
 			"(the loader then ignores LD_PRELOAD), or the output directory is not writable\n");
+		return;
+	}
+	if (main_trace[0])
+		fprintf(stderr, "wsprof: trace of the program (pid %d): %s\n"
+			"wsprof: see it with: wsprof report summary %s\n", (int)root, main_trace, main_trace);
 }
 
 int wsp_cmd_record(int argc, char **argv)
