@@ -134,10 +134,12 @@ struct wsp_buf *wsp_buf_dequeue_all(void)
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
+static void thread_exit(struct wsp_thread *t);
+
 static void on_thread_exit(void *arg)
 {
 	wsp_tls.guard++;
-	wsp_thread_exit(arg);
+	thread_exit(arg);
 	wsp_tls.guard--;
 }
 
@@ -176,7 +178,7 @@ struct wsp_thread *wsp_thread_self(void)
 }
 
 /* The thread is going away: queue what it recorded and free its entry. */
-void wsp_thread_exit(struct wsp_thread *t)
+static void thread_exit(struct wsp_thread *t)
 {
 	spin_lock(&t->lock);
 	struct wsp_buf *b = t->buf;

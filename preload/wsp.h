@@ -129,7 +129,6 @@ struct wsp_thread {
 };
 
 struct wsp_thread *wsp_thread_self(void);
-void wsp_thread_exit(struct wsp_thread *t);
 
 /* Open an event of at most `need` bytes (stack records included) in the
  * calling thread's buffer. @return where to write, with the thread's lock
