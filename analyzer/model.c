@@ -9,6 +9,12 @@
  * the same thread's ALLOC (success) or FAIL (old block restored).
  * Memory grows with live blocks, distinct stacks and threads, never with
  * the length of the trace.
+ *
+ * Per-stack figures (per_stack) include the bytes each stack held at the
+ * moment its kind peaked, without a second pass: every peak starts a new
+ * epoch, and a stack's live bytes are copied to its snapshot the first
+ * time they change in a new epoch - until then they are still what they
+ * were at the peak.
  */
 #include "model.h"
 
@@ -31,6 +37,19 @@ struct caller_slot {
 	int8_t ok;
 };
 
+struct site {
+	uint64_t stack;
+	uint8_t kind;
+	uint64_t allocations, bytes, failed, temporary;
+	uint64_t live, live_blocks, snap;
+	uint32_t snap_epoch;
+};
+
+struct serial_slot {
+	uint32_t tid;    /* 0: empty */
+	uint64_t serial; /* allocations made by the thread so far */
+};
+
 struct wsp_model {
 	struct wsp_kind_stats kinds[WSPROF_KIND_COUNT];
 	uint64_t untracked_frees, last_time;
@@ -47,6 +66,16 @@ struct wsp_model {
 	const char *const *callers;
 	struct caller_slot *ccache;
 	size_t ccache_cap, ccache_used;
+
+	bool per_stack;
+	struct site *sites;
+	size_t nsites, sites_cap;
+	uint32_t *site_index;        /* hash of (kind, stack) -> sites index + 1 */
+	size_t site_index_cap;
+	uint32_t epoch[WSPROF_KIND_COUNT]; /* bumped at every new peak of the kind */
+
+	struct serial_slot *serials;
+	size_t serials_cap, serials_used;
 
 	uint32_t *children;
 	size_t nchildren, children_cap;
@@ -65,8 +94,10 @@ static inline size_t hash64(uint64_t x, size_t cap)
 struct wsp_model *wsp_model_new(const struct wsp_model_options *opt)
 {
 	struct wsp_model *m = calloc(1, sizeof *m);
-	if (m && opt)
+	if (m && opt) {
 		m->callers = opt->callers;
+		m->per_stack = opt->per_stack;
+	}
 	return m;
 }
 
@@ -80,6 +111,9 @@ void wsp_model_free(struct wsp_model *m)
 	free(m->heap);
 	free(m->ranges);
 	free(m->ccache);
+	free(m->sites);
+	free(m->site_index);
+	free(m->serials);
 	free(m->children);
 	free(m->exec_path);
 	free(m);
@@ -87,17 +121,40 @@ void wsp_model_free(struct wsp_model *m)
 
 /* ---- figures -------------------------------------------------------- */
 
+/* Bring a stack's peak snapshot up to date before its live bytes change. */
+static struct site *site_touch(struct wsp_model *m, const struct wsp_block *b)
+{
+	if (!m->per_stack)
+		return NULL;
+	struct site *s = &m->sites[b->site];
+	if (s->snap_epoch != m->epoch[b->kind]) {
+		s->snap = s->live;
+		s->snap_epoch = m->epoch[b->kind];
+	}
+	return s;
+}
+
 static void add_live(struct wsp_model *m, const struct wsp_block *b, uint64_t bytes, uint64_t blocks,
 		     uint64_t time)
 {
 	if (b->excluded)
 		return;
+	struct site *s = site_touch(m, b);
+	if (s) {
+		s->live += bytes;
+		s->live_blocks += blocks;
+	}
 	struct wsp_kind_stats *k = &m->kinds[b->kind];
 	k->live_bytes += bytes;
 	k->live_blocks += blocks;
 	if (k->live_bytes > k->peak_bytes) {
 		k->peak_bytes = k->live_bytes;
 		k->peak_time_ns = time;
+		m->epoch[b->kind]++;
+		if (s) { /* every other stack is still as it is at this peak */
+			s->snap = s->live;
+			s->snap_epoch = m->epoch[b->kind];
+		}
 	}
 }
 
@@ -105,6 +162,11 @@ static void sub_live(struct wsp_model *m, const struct wsp_block *b, uint64_t by
 {
 	if (b->excluded)
 		return;
+	struct site *s = site_touch(m, b);
+	if (s) {
+		s->live -= bytes;
+		s->live_blocks -= blocks;
+	}
 	struct wsp_kind_stats *k = &m->kinds[b->kind];
 	k->live_bytes -= bytes;
 	k->live_blocks -= blocks;
@@ -118,6 +180,86 @@ static void gain(struct wsp_model *m, const struct wsp_block *b, uint64_t time)
 static void lose(struct wsp_model *m, const struct wsp_block *b)
 {
 	sub_live(m, b, b->size, 1);
+}
+
+/* ---- per-stack figures and threads ------------------------------------ */
+
+/* The figures of (kind, stack), made on first use. @return index or -ENOMEM. */
+static int64_t site_of(struct wsp_model *m, unsigned kind, uint64_t stack)
+{
+	uint64_t key = stack * WSPROF_KIND_COUNT + kind + 1;
+	if ((m->nsites + 1) * 2 > m->site_index_cap) {
+		size_t cap = m->site_index_cap ? m->site_index_cap * 2 : 1024;
+		uint32_t *idx = calloc(cap, sizeof *idx);
+		if (!idx)
+			return -ENOMEM;
+		for (size_t i = 0; i < m->nsites; i++) {
+			const struct site *s = &m->sites[i];
+			size_t j = hash64(s->stack * WSPROF_KIND_COUNT + s->kind + 1, cap);
+			while (idx[j])
+				j = (j + 1) & (cap - 1);
+			idx[j] = (uint32_t)i + 1;
+		}
+		free(m->site_index);
+		m->site_index = idx;
+		m->site_index_cap = cap;
+	}
+	size_t j = hash64(key, m->site_index_cap);
+	for (; m->site_index[j]; j = (j + 1) & (m->site_index_cap - 1)) {
+		const struct site *s = &m->sites[m->site_index[j] - 1];
+		if (s->stack == stack && s->kind == kind)
+			return m->site_index[j] - 1;
+	}
+	if (wsp_grow(&m->sites, &m->sites_cap, m->nsites + 1, sizeof *m->sites))
+		return -ENOMEM;
+	struct site *s = &m->sites[m->nsites];
+	memset(s, 0, sizeof *s);
+	s->stack = stack;
+	s->kind = (uint8_t)kind;
+	s->snap_epoch = m->epoch[kind];
+	m->site_index[j] = (uint32_t)++m->nsites;
+	return (int64_t)m->nsites - 1;
+}
+
+/* The allocation count of a thread; created at 0. NULL without memory. */
+static uint64_t *serial_of(struct wsp_model *m, uint32_t tid)
+{
+	if ((m->serials_used + 1) * 2 > m->serials_cap) {
+		size_t cap = m->serials_cap ? m->serials_cap * 2 : 64;
+		struct serial_slot *t = calloc(cap, sizeof *t);
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < m->serials_cap; i++) {
+			if (!m->serials[i].tid)
+				continue;
+			size_t j = hash64(m->serials[i].tid, cap);
+			while (t[j].tid)
+				j = (j + 1) & (cap - 1);
+			t[j] = m->serials[i];
+		}
+		free(m->serials);
+		m->serials = t;
+		m->serials_cap = cap;
+	}
+	size_t j = hash64(tid, m->serials_cap);
+	for (; m->serials[j].tid; j = (j + 1) & (m->serials_cap - 1))
+		if (m->serials[j].tid == tid)
+			return &m->serials[j].serial;
+	m->serials[j].tid = tid;
+	m->serials_used++;
+	return &m->serials[j].serial;
+}
+
+/* A counted block is freed: a free of its kind, and a temporary
+ * allocation of its stack if its thread has not allocated since. */
+static void count_free(struct wsp_model *m, const struct wsp_block *b)
+{
+	m->kinds[b->kind].frees++;
+	if (!m->per_stack)
+		return;
+	uint64_t *serial = serial_of(m, b->tid);
+	if (serial && *serial == b->serial)
+		m->sites[b->site].temporary++;
 }
 
 /* ---- heap blocks ------------------------------------------------------ */
@@ -249,7 +391,7 @@ static int range_cut(struct wsp_model *m, uint64_t addr, uint64_t len, struct st
 			if (into)
 				into->blocks_gone += !r.excluded;
 			else if (!r.excluded)
-				m->kinds[r.kind].frees++;
+				count_free(m, &r);
 		}
 	}
 	return 0;
@@ -288,14 +430,6 @@ static struct stash *stash_of(struct wsp_model *m, uint32_t tid, bool create)
 	return free_slot;
 }
 
-/* @return whether anything counted (not excluded) was parked. */
-static bool stash_any_counted(const struct stash *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (!s->blocks[i].excluded)
-			return true;
-	return false;
-}
 
 /* ---- caller filter ---------------------------------------------------- */
 
@@ -373,13 +507,30 @@ static bool caller_ok(struct wsp_model *m, wsprof_trace *t, uint64_t stack)
 static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev)
 {
 	struct wsp_kind_stats *k = &m->kinds[ev->kind];
-	struct wsp_block b = { ev->addr, ev->size, ev->stack, ev->addr, ev->size, (uint8_t)ev->kind,
-			       !caller_ok(m, t, ev->stack) };
+	struct wsp_block b = { .addr = ev->addr, .size = ev->size, .stack = ev->stack, .origin = ev->addr,
+			       .origin_size = ev->size, .tid = ev->tid, .kind = (uint8_t)ev->kind,
+			       .excluded = !caller_ok(m, t, ev->stack) };
 	struct stash *s = stash_of(m, ev->tid, false);
 	if (s) {
-		if (stash_any_counted(s))
-			m->kinds[s->blocks[0].kind].frees++;
+		for (size_t i = 0; i < s->n; i++) {
+			if (!s->blocks[i].excluded) { /* the old block of a realloc/mremap: one free */
+				count_free(m, &s->blocks[i]);
+				break;
+			}
+		}
 		s->used = false;
+	}
+	uint64_t *serial = serial_of(m, ev->tid);
+	if (!serial)
+		return -ENOMEM;
+	b.serial = ++*serial;
+	if (m->per_stack && !b.excluded) {
+		int64_t site = site_of(m, ev->kind, ev->stack);
+		if (site < 0)
+			return (int)site;
+		b.site = (uint32_t)site;
+		m->sites[site].allocations++;
+		m->sites[site].bytes += ev->size;
 	}
 	int err;
 	if (ev->kind == WSPROF_KIND_MMAP) {
@@ -414,7 +565,7 @@ static void apply_free(struct wsp_model *m, const wsprof_event *ev, struct stash
 	if (into)
 		stash_add(into, b);
 	else if (!b->excluded)
-		m->kinds[b->kind].frees++;
+		count_free(m, b);
 	heap_remove(m, b);
 }
 
@@ -434,8 +585,15 @@ static int apply_fail(struct wsp_model *m, wsprof_trace *t, const wsprof_event *
 			m->kinds[s->blocks[0].kind].live_blocks += s->blocks_gone;
 		s->used = false;
 	}
-	if (caller_ok(m, t, ev->stack))
-		m->kinds[ev->kind].failed++;
+	if (!caller_ok(m, t, ev->stack))
+		return 0;
+	m->kinds[ev->kind].failed++;
+	if (m->per_stack) {
+		int64_t site = site_of(m, ev->kind, ev->stack);
+		if (site < 0)
+			return (int)site;
+		m->sites[site].failed++;
+	}
 	return 0;
 }
 
@@ -503,6 +661,25 @@ size_t wsp_model_children(const struct wsp_model *m, const uint32_t **pids)
 const char *wsp_model_exec(const struct wsp_model *m)
 {
 	return m->exec_path;
+}
+
+void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_site_stats *, void *), void *arg)
+{
+	for (size_t i = 0; i < m->nsites; i++) {
+		const struct site *s = &m->sites[i];
+		struct wsp_site_stats st = {
+			.stack = s->stack,
+			.kind = s->kind,
+			.allocations = s->allocations,
+			.bytes = s->bytes,
+			.failed = s->failed,
+			.temporary = s->temporary,
+			.peak_bytes = s->snap_epoch == m->epoch[s->kind] ? s->snap : s->live,
+			.leaked_bytes = s->live,
+			.leaked_blocks = s->live_blocks,
+		};
+		fn(&st, arg);
+	}
 }
 
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg)

@@ -32,8 +32,22 @@ struct wsp_kind_stats {
 struct wsp_block {
 	uint64_t addr, size, stack;
 	uint64_t origin, origin_size; /* mmap: the mapping this piece was cut from */
+	uint64_t serial;           /* the allocating thread's allocation count, for "temporary" */
+	uint32_t tid;              /* the allocating thread */
+	uint32_t site;             /* index of its (kind, stack) figures, with per_stack */
 	uint8_t kind;
 	bool excluded;             /* filtered out: tracked only to match its free */
+};
+
+/* Figures of one call stack (and kind), with per_stack.
+ * temporary: allocations freed before their thread allocated again (a
+ * realloc's old block included), counted when the free is seen. */
+struct wsp_site_stats {
+	uint64_t stack;
+	unsigned kind;
+	uint64_t allocations, bytes, failed, temporary;
+	uint64_t peak_bytes;       /* live when the kind's live total peaked */
+	uint64_t leaked_bytes, leaked_blocks; /* live at the end */
 };
 
 struct wsp_model;
@@ -43,6 +57,8 @@ struct wsp_model_options {
 	 * runtime's operator new) lies in one of these modules: a file name
 	 * ("libfoo.so.1") or a full path. NULL-terminated; NULL: everything. */
 	const char *const *callers;
+	/* Keep figures per call stack (wsp_model_each_site). */
+	bool per_stack;
 };
 
 struct wsp_model *wsp_model_new(const struct wsp_model_options *opt);
@@ -58,6 +74,9 @@ uint64_t wsp_model_last_time(const struct wsp_model *m);
 /* Children forked while tracing, and the program exec'd at the end (or NULL). */
 size_t wsp_model_children(const struct wsp_model *m, const uint32_t **pids);
 const char *wsp_model_exec(const struct wsp_model *m);
+
+/* Call fn for the figures of every (kind, stack) that allocated, with per_stack. */
+void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_site_stats *, void *), void *arg);
 
 /* Call fn for every live block (heap blocks and mmap ranges). */
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg);

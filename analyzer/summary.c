@@ -169,7 +169,7 @@ int wsp_cmd_summary(int argc, char **argv)
 		free(callers);
 		return 2;
 	}
-	struct wsp_model_options mo = { ncallers ? callers : NULL };
+	struct wsp_model_options mo = { .callers = ncallers ? callers : NULL };
 	struct wsp_loaded l;
 	int rc = wsp_load(argv[optind], &mo, &l);
 	if (rc == 0) {

@@ -694,20 +694,37 @@ size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint64_t *ips, 
 	return depth;
 }
 
-const char *wsprof_trace_module_at(const wsprof_trace *t, uint64_t addr, uint64_t *base)
+static const struct module *module_covering(const wsprof_trace *t, uint64_t addr)
 {
 	for (size_t i = 0; i < t->nmods; i++) {
 		const struct module *m = &t->mods[i];
 		for (size_t s = 0; s < m->nsegs; s++) {
 			uint64_t lo = m->base + m->segs[s].vaddr;
-			if (addr >= lo && addr - lo < m->segs[s].memsz) {
-				if (base)
-					*base = m->base;
-				return m->path;
-			}
+			if (addr >= lo && addr - lo < m->segs[s].memsz)
+				return m;
 		}
 	}
 	return NULL;
+}
+
+const char *wsprof_trace_module_at(const wsprof_trace *t, uint64_t addr, uint64_t *base)
+{
+	const struct module *m = module_covering(t, addr);
+	if (m && base)
+		*base = m->base;
+	return m ? m->path : NULL;
+}
+
+int wsprof_trace_module_info_at(const wsprof_trace *t, uint64_t addr, wsprof_module_info *info)
+{
+	const struct module *m = module_covering(t, addr);
+	if (!m)
+		return 0;
+	info->path = m->path;
+	info->base = m->base;
+	info->build_id = m->build_id_len ? m->build_id : NULL;
+	info->build_id_len = m->build_id_len;
+	return 1;
 }
 
 void wsprof_trace_close(wsprof_trace *t)

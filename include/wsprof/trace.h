@@ -142,6 +142,18 @@ WSPROF_API size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint
  * @return the module's path and sets *base to its load bias, or NULL. */
 WSPROF_API const char *wsprof_trace_module_at(const wsprof_trace *t, uint64_t addr, uint64_t *base);
 
+typedef struct wsprof_module_info {
+	const char *path;          /* as the loader named it; the main program's full path */
+	uint64_t base;             /* load bias: file address = addr - base */
+	const uint8_t *build_id;   /* GNU build-id note, or NULL */
+	size_t build_id_len;
+} wsprof_module_info;
+
+/* The same, with the module's build-id. Pointers stay valid until the
+ * module is unloaded in the stream or the trace is closed.
+ * @return 1 with *info filled, 0 if no module covers addr. */
+WSPROF_API int wsprof_trace_module_info_at(const wsprof_trace *t, uint64_t addr, wsprof_module_info *info);
+
 WSPROF_API void wsprof_trace_close(wsprof_trace *t);
 
 #ifdef __cplusplus
