@@ -225,3 +225,99 @@ Test(model, forks_and_exec_are_remembered)
 	cr_expect_eq(kids[0], 4242);
 	cr_expect_str_eq(wsp_model_exec(m), "/bin/true");
 }
+
+/* ---- per-stack figures ------------------------------------------------ */
+
+static struct wsp_model *ms;
+
+static void setup_sites(void)
+{
+	struct wsp_model_options opt = { .per_stack = true };
+	ms = wsp_model_new(&opt);
+	seq = 0;
+}
+
+static void teardown_sites(void)
+{
+	wsp_model_free(ms);
+}
+
+static void sev(int type, uint32_t tid, uint64_t addr, uint64_t size, uint64_t stack)
+{
+	wsprof_event e = { .type = type, .kind = WSPROF_KIND_HEAP, .tid = tid, .seq = ++seq, .time_ns = seq,
+			   .addr = addr, .size = size, .stack = stack };
+	cr_assert_eq(wsp_model_apply(ms, NULL, &e), 0);
+}
+
+struct site_table {
+	struct wsp_site_stats s[8];
+	size_t n;
+};
+
+static void collect(const struct wsp_site_stats *s, void *arg)
+{
+	struct site_table *t = arg;
+	if (t->n < 8)
+		t->s[t->n++] = *s;
+}
+
+static struct wsp_site_stats site(uint64_t stack)
+{
+	struct site_table t = { .n = 0 };
+	wsp_model_each_site(ms, collect, &t);
+	for (size_t i = 0; i < t.n; i++)
+		if (t.s[i].stack == stack)
+			return t.s[i];
+	cr_assert_fail("no figures for stack %llu", (unsigned long long)stack);
+	return t.s[0];
+}
+
+TestSuite(sites, .init = setup_sites, .fini = teardown_sites);
+
+Test(sites, bytes_at_the_peak_are_what_each_stack_held_then)
+{
+	sev(WSPROF_EV_ALLOC, 1, 0x1000, 100, 7);  /* live 100 */
+	sev(WSPROF_EV_ALLOC, 1, 0x2000, 50, 8);   /* live 150: the peak */
+	sev(WSPROF_EV_FREE, 1, 0x1000, 0, 0);     /* 50 */
+	sev(WSPROF_EV_ALLOC, 1, 0x3000, 20, 8);   /* 70 */
+	cr_expect_eq(site(7).peak_bytes, 100);
+	cr_expect_eq(site(8).peak_bytes, 50, "stack 8 held 50 at the peak, 70 now");
+	cr_expect_eq(site(8).leaked_bytes, 70);
+	cr_expect_eq(site(8).leaked_blocks, 2);
+	sev(WSPROF_EV_ALLOC, 1, 0x4000, 200, 8);  /* 270: a new peak */
+	cr_expect_eq(site(7).peak_bytes, 0);
+	cr_expect_eq(site(8).peak_bytes, 270);
+	cr_expect_eq(site(8).allocations, 3);
+	cr_expect_eq(site(8).bytes, 270);
+}
+
+Test(sites, a_block_freed_before_its_thread_allocates_again_is_temporary)
+{
+	sev(WSPROF_EV_ALLOC, 1, 0x1000, 10, 7);
+	sev(WSPROF_EV_FREE, 1, 0x1000, 0, 0);      /* temporary */
+	sev(WSPROF_EV_ALLOC, 1, 0x2000, 10, 7);
+	sev(WSPROF_EV_ALLOC, 1, 0x3000, 10, 8);
+	sev(WSPROF_EV_FREE, 1, 0x2000, 0, 0);      /* not: thread 1 allocated since */
+	sev(WSPROF_EV_ALLOC, 2, 0x4000, 10, 7);    /* another thread's allocation does not count */
+	sev(WSPROF_EV_FREE, 1, 0x3000, 0, 0);      /* temporary, freed by any thread */
+	cr_expect_eq(site(7).temporary, 1);
+	cr_expect_eq(site(8).temporary, 1);
+}
+
+Test(sites, a_realloc_right_after_the_allocation_makes_the_old_block_temporary)
+{
+	sev(WSPROF_EV_ALLOC, 1, 0x1000, 10, 7);
+	sev(WSPROF_EV_MOVE, 1, 0x1000, 0, 0);
+	sev(WSPROF_EV_ALLOC, 1, 0x2000, 20, 8);
+	cr_expect_eq(site(7).temporary, 1);
+	cr_expect_eq(site(7).leaked_bytes, 0);
+	cr_expect_eq(site(8).leaked_bytes, 20);
+	cr_expect_eq(site(8).temporary, 0);
+}
+
+Test(sites, failures_count_for_their_stack)
+{
+	sev(WSPROF_EV_FAIL, 1, 0, 1u << 30, 9);
+	cr_expect_eq(site(9).failed, 1);
+	cr_expect_eq(site(9).allocations, 0);
+}
