@@ -11,7 +11,7 @@ set -eu
 cd "$(dirname "$0")"
 BUILD=${WSPROF_BUILD_DIR:-build}
 
-packages="meson ninja-build pkgconf gcc g++ python3 libunwind-dev libzstd-dev libcriterion-dev"
+packages="meson ninja-build pkgconf gcc g++ python3 libunwind-dev libzstd-dev libdw-dev libcriterion-dev"
 
 install_missing() {
 	missing=""

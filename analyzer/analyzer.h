@@ -8,10 +8,12 @@
 #ifndef WSP_ANALYZER_H
 #define WSP_ANALYZER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "model.h"
+#include "symbols.h"
 #include "wsprof/trace.h"
 
 /* A trace read to its end into a model. */
@@ -19,14 +21,19 @@ struct wsp_loaded {
 	const char *path;
 	wsprof_trace *trace;
 	struct wsp_model *model;
+	struct wsp_syms *syms;     /* with symbols */
 	wsprof_trace_status status;
 };
 
-/* Read the whole trace at path. Prints a one-line error and returns
+/* Read the whole trace at path, binding stacks to modules for
+ * symbolization when `symbols`. Prints a one-line error and returns
  * nonzero when nothing could be read; warns (once) when the trace is
  * truncated or damaged but partly readable. */
-int wsp_load(const char *path, const struct wsp_model_options *opt, struct wsp_loaded *out);
+int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols, struct wsp_loaded *out);
 void wsp_loaded_free(struct wsp_loaded *l);
+
+/* The lines that open a text report: what, of which trace, which program. */
+void wsp_print_heading(const struct wsp_loaded *l, const char *what);
 
 /* "1.50 MiB": 3 significant digits, binary units. */
 const char *wsp_human_bytes(char *buf, size_t cap, uint64_t bytes);
@@ -35,5 +42,8 @@ const char *wsp_group_digits(char *buf, size_t cap, uint64_t n);
 
 int wsp_cmd_record(int argc, char **argv);
 int wsp_cmd_summary(int argc, char **argv);
+int wsp_cmd_callsites(int argc, char **argv);
+int wsp_cmd_leaks(int argc, char **argv);
+int wsp_cmd_flame(int argc, char **argv);
 
 #endif

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int wsp_load(const char *path, const struct wsp_model_options *opt, struct wsp_loaded *out)
+int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols, struct wsp_loaded *out)
 {
 	memset(out, 0, sizeof *out);
 	out->path = path;
@@ -18,7 +18,9 @@ int wsp_load(const char *path, const struct wsp_model_options *opt, struct wsp_l
 		return 1;
 	}
 	out->model = wsp_model_new(opt);
-	if (!out->model) {
+	if (symbols)
+		out->syms = wsp_syms_new(stderr);
+	if (!out->model || (symbols && !out->syms)) {
 		fprintf(stderr, "wsprof: out of memory\n");
 		wsp_loaded_free(out);
 		return 1;
@@ -26,6 +28,9 @@ int wsp_load(const char *path, const struct wsp_model_options *opt, struct wsp_l
 	wsprof_event ev;
 	while ((err = wsprof_trace_next(out->trace, &ev)) > 0) {
 		err = wsp_model_apply(out->model, out->trace, &ev);
+		/* Bind addresses to the modules loaded now: a library may be gone at the end. */
+		if (!err && out->syms && (ev.type == WSPROF_EV_ALLOC || ev.type == WSPROF_EV_FAIL))
+			err = wsp_syms_note_stack(out->syms, out->trace, ev.stack);
 		if (err < 0)
 			break;
 	}
@@ -47,10 +52,23 @@ int wsp_load(const char *path, const struct wsp_model_options *opt, struct wsp_l
 
 void wsp_loaded_free(struct wsp_loaded *l)
 {
+	wsp_syms_free(l->syms);
+	l->syms = NULL;
 	wsp_model_free(l->model);
 	wsprof_trace_close(l->trace);
 	l->model = NULL;
 	l->trace = NULL;
+}
+
+void wsp_print_heading(const struct wsp_loaded *l, const char *what)
+{
+	const wsprof_process *p = wsprof_trace_process(l->trace);
+	printf("wsprof %s of %s\n", what, l->path);
+	printf("  program   %s (pid %u)\n", p->cmdline[0] ? p->cmdline : p->exe, p->pid);
+	if (!l->status.complete)
+		printf("  trace     %s: this covers what was read\n",
+		       l->status.error == WSPROF_E_TRUNCATED ? "truncated" : "damaged");
+	printf("\n");
 }
 
 const char *wsp_human_bytes(char *buf, size_t cap, uint64_t bytes)

@@ -171,7 +171,7 @@ int wsp_cmd_summary(int argc, char **argv)
 	}
 	struct wsp_model_options mo = { .callers = ncallers ? callers : NULL };
 	struct wsp_loaded l;
-	int rc = wsp_load(argv[optind], &mo, &l);
+	int rc = wsp_load(argv[optind], &mo, false, &l);
 	if (rc == 0) {
 		if (json)
 			print_json(&l);

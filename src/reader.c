@@ -694,6 +694,15 @@ size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint64_t *ips, 
 	return depth;
 }
 
+int wsprof_trace_stack_node(const wsprof_trace *t, uint64_t node, uint64_t *parent, uint64_t *ip)
+{
+	if (!node || node >= t->nstacks || !t->stacks[node].defined)
+		return 0;
+	*parent = t->stacks[node].parent;
+	*ip = t->stacks[node].ip;
+	return 1;
+}
+
 static const struct module *module_covering(const wsprof_trace *t, uint64_t addr)
 {
 	for (size_t i = 0; i < t->nmods; i++) {

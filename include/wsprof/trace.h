@@ -138,6 +138,11 @@ WSPROF_API void wsprof_trace_get_status(const wsprof_trace *t, wsprof_trace_stat
  * or 0 for stack 0 or an unknown id. */
 WSPROF_API size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint64_t *ips, size_t max);
 
+/* One node of the stack prefix tree: its frame's ip and its parent node
+ * (0 at the root). A stack id is the id of its innermost node.
+ * @return 1 if the node is defined, 0 otherwise. */
+WSPROF_API int wsprof_trace_stack_node(const wsprof_trace *t, uint64_t node, uint64_t *parent, uint64_t *ip);
+
 /* The module loaded at addr at this point of the stream.
  * @return the module's path and sets *base to its load bias, or NULL. */
 WSPROF_API const char *wsprof_trace_module_at(const wsprof_trace *t, uint64_t addr, uint64_t *base);

@@ -1,0 +1,440 @@
+/*
+ * callsites.c - `wsprof report callsites` and `wsprof report leaks`:
+ * which code allocates, holds at the peak, leaks and churns memory.
+ *
+ * Both start from the model's per-stack figures. Call sites group stacks
+ * by their first frame outside the allocator (function and line, inlined
+ * frames included); --full-stacks keeps each stack apart. Leaks are the
+ * stacks still holding blocks at the end, largest first.
+ */
+#include "analyzer.h"
+#include "json.h"
+
+#include "grow.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct row {
+	struct wsp_frame site;   /* first frame outside the allocator */
+	uint64_t stack;          /* one of the stacks grouped here */
+	struct wsp_site_stats sum;
+};
+
+struct rows {
+	struct row *v;
+	size_t n, cap;
+	uint32_t *index;         /* hash of the site -> row + 1, when grouping */
+	size_t index_cap;
+	bool by_stack;
+	unsigned kind;
+	struct wsp_loaded *l;
+	int err;
+};
+
+enum sort_key { BY_PEAK, BY_ALLOCATIONS, BY_BYTES, BY_LEAKED, BY_TEMPORARY };
+static const char *const sort_names[] = { "peak", "allocations", "bytes", "leaked", "temporary" };
+
+static uint64_t metric(const struct wsp_site_stats *s, enum sort_key k)
+{
+	switch (k) {
+	case BY_PEAK: return s->peak_bytes;
+	case BY_ALLOCATIONS: return s->allocations;
+	case BY_BYTES: return s->bytes;
+	case BY_LEAKED: return s->leaked_bytes;
+	case BY_TEMPORARY: return s->temporary;
+	}
+	return 0;
+}
+
+static bool same_site(const struct wsp_frame *a, const struct wsp_frame *b)
+{
+	/* Interned strings compare by pointer. */
+	return a->function == b->function && a->file == b->file && a->line == b->line &&
+	       a->module == b->module && (a->function || a->offset == b->offset);
+}
+
+static size_t site_hash(const struct wsp_frame *f, size_t cap)
+{
+	uint64_t h = (uintptr_t)f->function * 31 + (uintptr_t)f->file * 17 + f->line * 13 + (uintptr_t)f->module;
+	if (!f->function)
+		h += f->offset * 0x9e3779b97f4a7c15ull;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (size_t)h & (cap - 1);
+}
+
+/* The row of a site, made if new. NULL without memory. */
+static struct row *row_of(struct rows *r, const struct wsp_frame *site, uint64_t stack)
+{
+	if (!r->by_stack && (r->n + 1) * 2 > r->index_cap) {
+		size_t cap = r->index_cap ? r->index_cap * 2 : 256;
+		uint32_t *idx = calloc(cap, sizeof *idx);
+		if (!idx)
+			return NULL;
+		for (size_t i = 0; i < r->n; i++) {
+			size_t j = site_hash(&r->v[i].site, cap);
+			while (idx[j])
+				j = (j + 1) & (cap - 1);
+			idx[j] = (uint32_t)i + 1;
+		}
+		free(r->index);
+		r->index = idx;
+		r->index_cap = cap;
+	}
+	size_t j = 0;
+	if (!r->by_stack) {
+		for (j = site_hash(site, r->index_cap); r->index[j]; j = (j + 1) & (r->index_cap - 1))
+			if (same_site(&r->v[r->index[j] - 1].site, site))
+				return &r->v[r->index[j] - 1];
+	}
+	if (wsp_grow(&r->v, &r->cap, r->n + 1, sizeof *r->v))
+		return NULL;
+	struct row *row = &r->v[r->n++];
+	memset(row, 0, sizeof *row);
+	row->site = *site;
+	row->stack = stack;
+	if (!r->by_stack)
+		r->index[j] = (uint32_t)r->n;
+	return row;
+}
+
+static void add_site(const struct wsp_site_stats *s, void *arg)
+{
+	struct rows *r = arg;
+	if (s->kind != r->kind || r->err)
+		return;
+	const struct wsp_frame *frames;
+	size_t n = wsp_syms_stack(r->l->syms, r->l->trace, s->stack, &frames);
+	struct wsp_frame site = n ? frames[0] : (struct wsp_frame){ 0 };
+	struct row *row = row_of(r, &site, s->stack);
+	if (!row) {
+		r->err = 1;
+		return;
+	}
+	row->sum.allocations += s->allocations;
+	row->sum.bytes += s->bytes;
+	row->sum.failed += s->failed;
+	row->sum.temporary += s->temporary;
+	row->sum.peak_bytes += s->peak_bytes;
+	row->sum.leaked_bytes += s->leaked_bytes;
+	row->sum.leaked_blocks += s->leaked_blocks;
+}
+
+static enum sort_key sort_by;
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	uint64_t p = metric(&x->sum, sort_by), q = metric(&y->sum, sort_by);
+	if (p != q)
+		return p > q ? -1 : 1;
+	if (x->sum.bytes != y->sum.bytes)
+		return x->sum.bytes > y->sum.bytes ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static void json_frame(struct wsp_json *j, const struct wsp_frame *f)
+{
+	char label[1024];
+	wsp_json_begin_object(j, NULL);
+	wsp_json_string(j, "label", wsp_frame_label(f, label, sizeof label));
+	wsp_json_string(j, "function", f->function);
+	wsp_json_string(j, "file", f->file);
+	wsp_json_uint(j, "line", f->line);
+	wsp_json_string(j, "module", f->module);
+	wsp_json_uint(j, "offset", f->offset);
+	wsp_json_bool(j, "inlined", f->inlined);
+	wsp_json_end_object(j);
+}
+
+static void json_stack(struct wsp_json *j, struct wsp_loaded *l, uint64_t stack)
+{
+	const struct wsp_frame *frames;
+	size_t n = wsp_syms_stack(l->syms, l->trace, stack, &frames);
+	wsp_json_begin_array(j, "stack");
+	for (size_t i = 0; i < n; i++)
+		json_frame(j, &frames[i]);
+	wsp_json_end_array(j);
+}
+
+static void print_stack(struct wsp_loaded *l, uint64_t stack, const char *indent)
+{
+	const struct wsp_frame *frames;
+	size_t n = wsp_syms_stack(l->syms, l->trace, stack, &frames);
+	char label[1024];
+	for (size_t i = 0; i < n; i++)
+		printf("%s%s %s\n", indent, frames[i].inlined ? "inlined" : "at", wsp_frame_label(&frames[i], label, sizeof label));
+	if (!n)
+		printf("%s(no stack recorded)\n", indent);
+}
+
+static void json_open(struct wsp_json *j, const struct wsp_loaded *l, const char *report, unsigned kind)
+{
+	const wsprof_process *p = wsprof_trace_process(l->trace);
+	wsp_json_init(j, stdout);
+	wsp_json_begin_object(j, NULL);
+	wsp_json_string(j, "report", report);
+	wsp_json_string(j, "trace", l->path);
+	wsp_json_string(j, "program", p->cmdline[0] ? p->cmdline : p->exe);
+	wsp_json_bool(j, "complete", l->status.complete);
+	wsp_json_string(j, "kind", wsprof_kind_name(kind));
+}
+
+struct options {
+	enum sort_key sort;
+	size_t top;
+	bool full, json;
+	unsigned kind;
+	const char *trace;
+};
+
+static void usage_callsites(FILE *out)
+{
+	fputs("usage: wsprof report callsites [--sort peak|allocations|bytes|leaked|temporary] [--top N]\n"
+	      "                               [--full-stacks] [--kind KIND] [--json] TRACE\n"
+	      "  one row per allocation site: the first frame outside the allocator (malloc, operator new)\n"
+	      "  --sort KEY      order of the rows (default peak: bytes live when the kind peaked)\n"
+	      "  --top N         rows to show (default 20, 0 for all)\n"
+	      "  --full-stacks   one row per whole call stack, with its frames\n"
+	      "  --kind KIND     heap (default) or mmap\n"
+	      "  --json          one JSON object with every figure\n"
+	      "A temporary allocation is one freed before its thread allocated again.\n", out);
+}
+
+static void usage_leaks(FILE *out)
+{
+	fputs("usage: wsprof report leaks [--top N] [--kind KIND] [--json] TRACE\n"
+	      "  blocks still live when the trace ends, grouped by call stack, largest first\n"
+	      "  --top N      stacks to show (default 20, 0 for all)\n"
+	      "  --kind KIND  heap (default) or mmap\n", out);
+}
+
+static int parse_kind(const char *s, unsigned *kind)
+{
+	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
+		if (strcmp(s, wsprof_kind_name(k)) == 0) {
+			*kind = k;
+			return 0;
+		}
+	}
+	fprintf(stderr, "wsprof: unknown kind '%s': use heap or mmap\n", s);
+	return -1;
+}
+
+static int parse_top(const char *s, size_t *top)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*s == '-' || *end || !*s) {
+		fprintf(stderr, "wsprof: --top wants a whole number, not '%s'\n", s);
+		return -1;
+	}
+	*top = v ? v : SIZE_MAX;
+	return 0;
+}
+
+/* Options shared by callsites and leaks. @return 0, or the exit status. */
+static int parse(int argc, char **argv, bool callsites, struct options *o)
+{
+	static const struct option opts[] = {
+		{ "sort", required_argument, NULL, 's' },
+		{ "top", required_argument, NULL, 't' },
+		{ "full-stacks", no_argument, NULL, 'f' },
+		{ "kind", required_argument, NULL, 'k' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	void (*usage)(FILE *) = callsites ? usage_callsites : usage_leaks;
+	*o = (struct options){ .sort = callsites ? BY_PEAK : BY_LEAKED, .top = 20, .kind = WSPROF_KIND_HEAP };
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': {
+			size_t i = 0;
+			while (i < sizeof sort_names / sizeof *sort_names && strcmp(optarg, sort_names[i]))
+				i++;
+			if (!callsites || i == sizeof sort_names / sizeof *sort_names) {
+				fprintf(stderr, "wsprof: --sort takes peak, allocations, bytes, leaked or temporary\n");
+				return 2;
+			}
+			o->sort = (enum sort_key)i;
+			break;
+		}
+		case 't': if (parse_top(optarg, &o->top)) return 2; break;
+		case 'f': if (!callsites) { usage(stderr); return 2; } o->full = true; break;
+		case 'k': if (parse_kind(optarg, &o->kind)) return 2; break;
+		case 'j': o->json = true; break;
+		case 'h': usage(stdout); return -1;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "wsprof: this report needs exactly one trace file\n");
+		usage(stderr);
+		return 2;
+	}
+	o->trace = argv[optind];
+	return 0;
+}
+
+/* Load with per-stack figures and gather the rows of one kind. */
+static int gather(const struct options *o, bool by_stack, struct wsp_loaded *l, struct rows *r)
+{
+	struct wsp_model_options mo = { .per_stack = true };
+	if (wsp_load(o->trace, &mo, true, l))
+		return 1;
+	*r = (struct rows){ .by_stack = by_stack, .kind = o->kind, .l = l };
+	wsp_model_each_site(l->model, add_site, r);
+	free(r->index);
+	r->index = NULL;
+	if (r->err) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		free(r->v);
+		wsp_loaded_free(l);
+		return 1;
+	}
+	sort_by = o->sort;
+	qsort(r->v, r->n, sizeof *r->v, cmp_rows);
+	return 0;
+}
+
+static void callsites_json(const struct options *o, struct wsp_loaded *l, const struct rows *r, size_t shown)
+{
+	struct wsp_json j;
+	json_open(&j, l, "callsites", o->kind);
+	wsp_json_string(&j, "sort", sort_names[o->sort]);
+	wsp_json_bool(&j, "full_stacks", o->full);
+	wsp_json_uint(&j, "sites_total", r->n);
+	wsp_json_begin_array(&j, "sites");
+	for (size_t i = 0; i < shown; i++) {
+		const struct row *row = &r->v[i];
+		wsp_json_begin_object(&j, NULL);
+		char label[1024];
+		wsp_json_string(&j, "label", wsp_frame_label(&row->site, label, sizeof label));
+		wsp_json_string(&j, "function", row->site.function);
+		wsp_json_string(&j, "file", row->site.file);
+		wsp_json_uint(&j, "line", row->site.line);
+		wsp_json_string(&j, "module", row->site.module);
+		wsp_json_uint(&j, "allocations", row->sum.allocations);
+		wsp_json_uint(&j, "bytes", row->sum.bytes);
+		wsp_json_uint(&j, "peak_bytes", row->sum.peak_bytes);
+		wsp_json_uint(&j, "leaked_bytes", row->sum.leaked_bytes);
+		wsp_json_uint(&j, "leaked_blocks", row->sum.leaked_blocks);
+		wsp_json_uint(&j, "temporary", row->sum.temporary);
+		wsp_json_uint(&j, "failed", row->sum.failed);
+		if (o->full)
+			json_stack(&j, l, row->stack);
+		wsp_json_end_object(&j);
+	}
+	wsp_json_end_array(&j);
+	wsp_json_end_object(&j);
+}
+
+static void callsites_text(const struct options *o, struct wsp_loaded *l, const struct rows *r, size_t shown)
+{
+	wsp_print_heading(l, "call sites");
+	printf("  %s: %zu %s, sorted by %s%s\n\n", wsprof_kind_name(o->kind), r->n,
+	       o->full ? "call stacks" : "allocation sites", sort_names[o->sort], shown < r->n ? ", the top ones" : "");
+	printf("  %11s %11s %13s %11s %11s  %s\n", "peak", "leaked", "allocations", "temporary", "bytes",
+	       o->full ? "call stack" : "site");
+	for (size_t i = 0; i < shown; i++) {
+		const struct row *row = &r->v[i];
+		char a[32], b[32], c[32], d[32], e[32], label[1024];
+		printf("  %11s %11s %13s %11s %11s  %s\n", wsp_human_bytes(a, sizeof a, row->sum.peak_bytes),
+		       wsp_human_bytes(b, sizeof b, row->sum.leaked_bytes),
+		       wsp_group_digits(c, sizeof c, row->sum.allocations),
+		       wsp_group_digits(d, sizeof d, row->sum.temporary), wsp_human_bytes(e, sizeof e, row->sum.bytes),
+		       wsp_frame_label(&row->site, label, sizeof label));
+		if (o->full)
+			print_stack(l, row->stack, "                                                                ");
+	}
+	if (shown < r->n)
+		printf("\n  ... %zu more (--top 0 shows all)\n", r->n - shown);
+	if (!r->n)
+		printf("  (no %s allocations recorded)\n", wsprof_kind_name(o->kind));
+}
+
+int wsp_cmd_callsites(int argc, char **argv)
+{
+	struct options o;
+	int rc = parse(argc, argv, true, &o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	struct wsp_loaded l;
+	struct rows r;
+	if (gather(&o, o.full, &l, &r))
+		return 1;
+	size_t shown = r.n < o.top ? r.n : o.top;
+	if (o.json)
+		callsites_json(&o, &l, &r, shown);
+	else
+		callsites_text(&o, &l, &r, shown);
+	free(r.v);
+	wsp_loaded_free(&l);
+	return 0;
+}
+
+/* ---- leaks ------------------------------------------------------------- */
+
+int wsp_cmd_leaks(int argc, char **argv)
+{
+	struct options o;
+	int rc = parse(argc, argv, false, &o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	struct wsp_loaded l;
+	struct rows r;
+	if (gather(&o, true, &l, &r))
+		return 1;
+	size_t n = 0; /* keep the stacks still holding blocks, in order */
+	uint64_t bytes = 0, blocks = 0;
+	for (size_t i = 0; i < r.n; i++) {
+		if (!r.v[i].sum.leaked_blocks)
+			continue;
+		bytes += r.v[i].sum.leaked_bytes;
+		blocks += r.v[i].sum.leaked_blocks;
+		r.v[n++] = r.v[i];
+	}
+	size_t shown = n < o.top ? n : o.top;
+	char a[32], b[32];
+	if (o.json) {
+		struct wsp_json j;
+		json_open(&j, &l, "leaks", o.kind);
+		wsp_json_uint(&j, "leaked_bytes", bytes);
+		wsp_json_uint(&j, "leaked_blocks", blocks);
+		wsp_json_uint(&j, "stacks_total", n);
+		wsp_json_begin_array(&j, "stacks");
+		for (size_t i = 0; i < shown; i++) {
+			wsp_json_begin_object(&j, NULL);
+			wsp_json_uint(&j, "leaked_bytes", r.v[i].sum.leaked_bytes);
+			wsp_json_uint(&j, "leaked_blocks", r.v[i].sum.leaked_blocks);
+			wsp_json_uint(&j, "allocations", r.v[i].sum.allocations);
+			json_stack(&j, &l, r.v[i].stack);
+			wsp_json_end_object(&j);
+		}
+		wsp_json_end_array(&j);
+		wsp_json_end_object(&j);
+	} else {
+		wsp_print_heading(&l, "leaks");
+		printf("  %s: %s leaked in %s blocks from %zu call stacks\n", wsprof_kind_name(o.kind),
+		       wsp_human_bytes(a, sizeof a, bytes), wsp_group_digits(b, sizeof b, blocks), n);
+		for (size_t i = 0; i < shown; i++) {
+			printf("\n  %s in %s block%s (of %s allocated there)\n",
+			       wsp_human_bytes(a, sizeof a, r.v[i].sum.leaked_bytes),
+			       wsp_group_digits(b, sizeof b, r.v[i].sum.leaked_blocks), r.v[i].sum.leaked_blocks == 1 ? "" : "s",
+			       wsp_group_digits((char[32]){ 0 }, 32, r.v[i].sum.allocations));
+			print_stack(&l, r.v[i].stack, "      ");
+		}
+		if (shown < n)
+			printf("\n  ... %zu more stacks (--top 0 shows all)\n", n - shown);
+	}
+	free(r.v);
+	wsp_loaded_free(&l);
+	return 0;
+}

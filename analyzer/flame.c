@@ -1,0 +1,738 @@
+/*
+ * flame.c - the stack tree behind flame graphs, and its two writers:
+ * folded text and SVG (see flame.h).
+ *
+ * Labels are interned once (a string arena and a hash table), so a node is
+ * 24 bytes: its two sums, its parent and its label. Children are found
+ * through one hash table keyed by (parent, label) while stacks are added;
+ * the writers then build an index of each node's children in label order
+ * with two counting sorts, so output never depends on the order stacks
+ * came in. Both writers walk the tree with explicit stacks: call stacks
+ * thousands of frames deep (runaway recursion) must not overflow ours.
+ * wsp_flame_add reserves room for a whole stack before changing anything,
+ * so running out of memory leaves the sums as they were.
+ */
+#include "flame.h"
+
+#include "grow.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROOT 0 /* nodes[0], drawn as "all"; nobody's child, so 0 marks an empty slot */
+
+struct label {
+	size_t text;   /* offset in the arena */
+	uint64_t hash; /* also picks the label's colour */
+};
+
+struct node {
+	uint64_t total; /* stacks through this frame */
+	uint64_t self;  /* stacks that end here */
+	uint32_t parent;
+	uint32_t label;
+};
+
+struct wsp_flame {
+	struct node *nodes;
+	size_t nnodes, nodes_cap;
+	uint32_t *node_slots;  /* open addressing on (parent, label): node index */
+	size_t node_slots_cap;
+	struct label *labels;
+	size_t nlabels, labels_cap;
+	uint32_t *label_slots; /* open addressing on the text: label index + 1 */
+	size_t label_slots_cap;
+	char *text;
+	size_t text_len, text_cap;
+};
+
+/* FNV-1a: stable across runs and machines, so colours are too. */
+static uint64_t hash_text(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t hash_edge(uint32_t parent, uint32_t label)
+{
+	uint64_t x = (uint64_t)parent << 32 | label;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+struct wsp_flame *wsp_flame_new(void)
+{
+	struct wsp_flame *f = calloc(1, sizeof *f);
+	if (!f || wsp_grow(&f->nodes, &f->nodes_cap, 1, sizeof *f->nodes)) {
+		free(f);
+		return NULL;
+	}
+	f->nodes[ROOT] = (struct node){ .label = UINT32_MAX };
+	f->nnodes = 1;
+	return f;
+}
+
+void wsp_flame_free(struct wsp_flame *f)
+{
+	if (!f)
+		return;
+	free(f->nodes);
+	free(f->node_slots);
+	free(f->labels);
+	free(f->label_slots);
+	free(f->text);
+	free(f);
+}
+
+uint64_t wsp_flame_total(const struct wsp_flame *f)
+{
+	return f->nodes[ROOT].total;
+}
+
+/* A power of two at least twice `count`: probes stay short. */
+static size_t slots_for(size_t count)
+{
+	size_t cap = 64;
+	while (cap < 2 * count)
+		cap *= 2;
+	return cap;
+}
+
+static int node_slots_fit(struct wsp_flame *f, size_t count)
+{
+	size_t cap = slots_for(count);
+	if (cap <= f->node_slots_cap)
+		return 0;
+	uint32_t *slots = calloc(cap, sizeof *slots);
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t i = 1; i < f->nnodes; i++) {
+		size_t s = hash_edge(f->nodes[i].parent, f->nodes[i].label) & (cap - 1);
+		while (slots[s])
+			s = (s + 1) & (cap - 1);
+		slots[s] = i;
+	}
+	free(f->node_slots);
+	f->node_slots = slots;
+	f->node_slots_cap = cap;
+	return 0;
+}
+
+static int label_slots_fit(struct wsp_flame *f, size_t count)
+{
+	size_t cap = slots_for(count);
+	if (cap <= f->label_slots_cap)
+		return 0;
+	uint32_t *slots = calloc(cap, sizeof *slots);
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < f->nlabels; i++) {
+		size_t s = f->labels[i].hash & (cap - 1);
+		while (slots[s])
+			s = (s + 1) & (cap - 1);
+		slots[s] = i + 1;
+	}
+	free(f->label_slots);
+	f->label_slots = slots;
+	f->label_slots_cap = cap;
+	return 0;
+}
+
+/* Room for n new labels and nodes, whatever the stack turns out to share. */
+static int reserve(struct wsp_flame *f, const char *const *frames, size_t n)
+{
+	size_t bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(frames[i]) + 1;
+	if (n >= UINT32_MAX - f->nnodes)
+		return -ENOMEM;
+	if (wsp_grow(&f->nodes, &f->nodes_cap, f->nnodes + n, sizeof *f->nodes) ||
+	    wsp_grow(&f->labels, &f->labels_cap, f->nlabels + n, sizeof *f->labels) ||
+	    wsp_grow(&f->text, &f->text_cap, f->text_len + bytes, 1) ||
+	    node_slots_fit(f, f->nnodes + n) || label_slots_fit(f, f->nlabels + n))
+		return -ENOMEM;
+	return 0;
+}
+
+static uint32_t label_intern(struct wsp_flame *f, const char *s)
+{
+	uint64_t h = hash_text(s);
+	size_t mask = f->label_slots_cap - 1, i = h & mask;
+	for (; f->label_slots[i]; i = (i + 1) & mask) {
+		const struct label *l = &f->labels[f->label_slots[i] - 1];
+		if (l->hash == h && !strcmp(f->text + l->text, s))
+			return f->label_slots[i] - 1;
+	}
+	size_t len = strlen(s) + 1;
+	memcpy(f->text + f->text_len, s, len);
+	f->labels[f->nlabels] = (struct label){ .text = f->text_len, .hash = h };
+	f->text_len += len;
+	f->label_slots[i] = (uint32_t)++f->nlabels;
+	return (uint32_t)(f->nlabels - 1);
+}
+
+static uint32_t node_child(struct wsp_flame *f, uint32_t parent, uint32_t label)
+{
+	size_t mask = f->node_slots_cap - 1, i = hash_edge(parent, label) & mask;
+	for (; f->node_slots[i]; i = (i + 1) & mask) {
+		const struct node *n = &f->nodes[f->node_slots[i]];
+		if (n->parent == parent && n->label == label)
+			return f->node_slots[i];
+	}
+	f->nodes[f->nnodes] = (struct node){ .parent = parent, .label = label };
+	f->node_slots[i] = (uint32_t)f->nnodes;
+	return (uint32_t)f->nnodes++;
+}
+
+int wsp_flame_add(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value)
+{
+	if (!n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!frames[i])
+			return -EINVAL;
+	if (!value)
+		return 0;
+	int err = reserve(f, frames, n);
+	if (err)
+		return err;
+	uint32_t at = ROOT;
+	f->nodes[ROOT].total += value;
+	for (size_t i = 0; i < n; i++) {
+		at = node_child(f, at, label_intern(f, frames[i]));
+		f->nodes[at].total += value;
+	}
+	f->nodes[at].self += value;
+	return 0;
+}
+
+static const char *label_text(const struct wsp_flame *f, uint32_t node)
+{
+	return f->text + f->labels[f->nodes[node].label].text;
+}
+
+/* ---- Children in label order ---------------------------------------- */
+
+/* What folded text makes of a label byte: ';' separates frames there and a
+ * line ends the stack. Siblings are ordered on this, so the labels that
+ * fold to the same text sit together and the folded writer can merge them. */
+static int fold(unsigned char c)
+{
+	return c == ';' ? ':' : c < 0x20 || c == 0x7f ? ' ' : c;
+}
+
+static int fold_cmp(const char *a, const char *b)
+{
+	while (*a && *b && fold(*a) == fold(*b))
+		a++, b++;
+	return (*a ? fold(*a) : 0) - (*b ? fold(*b) : 0);
+}
+
+struct sorted_label {
+	const char *text;
+	uint32_t id;
+};
+
+static int sorted_label_cmp(const void *pa, const void *pb)
+{
+	const struct sorted_label *a = pa, *b = pb;
+	int c = fold_cmp(a->text, b->text);
+	return c ? c : strcmp(a->text, b->text);
+}
+
+struct tree_index {
+	uint32_t *kids;   /* every node but the root, by parent, each group in label order */
+	uint32_t *first;  /* the children of node i: kids[first[i] .. first[i + 1]) */
+	uint32_t *rank;   /* per label: its place in label order */
+	uint32_t *folded; /* per label: the same, shared by labels of equal folded text */
+};
+
+static void index_free(struct tree_index *ix)
+{
+	free(ix->kids);
+	free(ix->first);
+	free(ix->rank);
+	free(ix->folded);
+}
+
+static void index_rank_labels(const struct wsp_flame *f, struct tree_index *ix, struct sorted_label *by_text)
+{
+	for (uint32_t i = 0; i < f->nlabels; i++)
+		by_text[i] = (struct sorted_label){ f->text + f->labels[i].text, i };
+	qsort(by_text, f->nlabels, sizeof *by_text, sorted_label_cmp);
+	uint32_t folded = 0;
+	for (uint32_t i = 0; i < f->nlabels; i++) {
+		if (i && fold_cmp(by_text[i - 1].text, by_text[i].text))
+			folded++;
+		ix->rank[by_text[i].id] = i;
+		ix->folded[by_text[i].id] = folded;
+	}
+}
+
+/* Nodes sorted by label rank, then (stably) by parent: two counting sorts. */
+static void index_group_kids(const struct wsp_flame *f, struct tree_index *ix, uint32_t *cursor, uint32_t *by_rank)
+{
+	size_t nl = f->nlabels, nn = f->nnodes;
+	memset(cursor, 0, (nl + 1) * sizeof *cursor);
+	for (uint32_t i = 1; i < nn; i++)
+		cursor[ix->rank[f->nodes[i].label] + 1]++;
+	for (size_t r = 1; r <= nl; r++)
+		cursor[r] += cursor[r - 1];
+	for (uint32_t i = 1; i < nn; i++)
+		by_rank[cursor[ix->rank[f->nodes[i].label]]++] = i;
+
+	for (uint32_t i = 1; i < nn; i++)
+		ix->first[f->nodes[i].parent + 1]++;
+	for (size_t p = 1; p <= nn; p++)
+		ix->first[p] += ix->first[p - 1];
+	memcpy(cursor, ix->first, nn * sizeof *cursor);
+	for (size_t k = 0; k + 1 < nn; k++) {
+		uint32_t node = by_rank[k];
+		ix->kids[cursor[f->nodes[node].parent]++] = node;
+	}
+}
+
+static int index_build(const struct wsp_flame *f, struct tree_index *ix)
+{
+	size_t nl = f->nlabels, nn = f->nnodes;
+	size_t scratch = (nl > nn ? nl : nn) + 1;
+	*ix = (struct tree_index){
+		.kids = malloc(nn * sizeof *ix->kids),
+		.first = calloc(nn + 1, sizeof *ix->first),
+		.rank = malloc((nl + 1) * sizeof *ix->rank),
+		.folded = malloc((nl + 1) * sizeof *ix->folded),
+	};
+	struct sorted_label *by_text = malloc((nl + 1) * sizeof *by_text);
+	uint32_t *cursor = malloc(scratch * sizeof *cursor);
+	uint32_t *by_rank = malloc(nn * sizeof *by_rank);
+	int err = 0;
+	if (!ix->kids || !ix->first || !ix->rank || !ix->folded || !by_text || !cursor || !by_rank) {
+		index_free(ix);
+		err = -ENOMEM;
+	} else {
+		index_rank_labels(f, ix, by_text);
+		index_group_kids(f, ix, cursor, by_rank);
+	}
+	free(by_text);
+	free(cursor);
+	free(by_rank);
+	return err;
+}
+
+static int finish(FILE *out)
+{
+	return fflush(out) || ferror(out) ? -EIO : 0;
+}
+
+/* ---- Folded text ---------------------------------------------------- */
+
+/* One depth of the walk: the children of the group above, the group of
+ * siblings (equal folded labels) being written, and the next group's start. */
+struct fold_level {
+	const uint32_t *kids;
+	uint32_t *owned; /* kids merged from several siblings */
+	size_t n, at, end;
+};
+
+static int u64_cmp(const void *pa, const void *pb)
+{
+	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+	return a < b ? -1 : a > b;
+}
+
+/* The children of kids[at .. end), in label order. One node (the usual
+ * case) lends its own; several are merged by (rank, node) sort keys. */
+static int fold_children(const struct wsp_flame *f, const struct tree_index *ix, const struct fold_level *up,
+			 struct fold_level *down)
+{
+	*down = (struct fold_level){ 0 };
+	if (up->end - up->at == 1) {
+		uint32_t node = up->kids[up->at];
+		down->kids = ix->kids + ix->first[node];
+		down->n = ix->first[node + 1] - ix->first[node];
+		return 0;
+	}
+	size_t n = 0;
+	for (size_t i = up->at; i < up->end; i++)
+		n += ix->first[up->kids[i] + 1] - ix->first[up->kids[i]];
+	uint64_t *keys = malloc((n + 1) * sizeof *keys);
+	down->owned = malloc((n + 1) * sizeof *down->owned);
+	if (!keys || !down->owned) {
+		free(keys);
+		free(down->owned);
+		return -ENOMEM;
+	}
+	for (size_t i = up->at, k = 0; i < up->end; i++)
+		for (uint32_t j = ix->first[up->kids[i]]; j < ix->first[up->kids[i] + 1]; j++)
+			keys[k++] = (uint64_t)ix->rank[f->nodes[ix->kids[j]].label] << 32 | ix->kids[j];
+	qsort(keys, n, sizeof *keys, u64_cmp);
+	for (size_t k = 0; k < n; k++)
+		down->owned[k] = (uint32_t)keys[k];
+	free(keys);
+	down->kids = down->owned;
+	down->n = n;
+	return 0;
+}
+
+static void fold_write_line(const struct wsp_flame *f, const struct fold_level *levels, size_t depth,
+			    uint64_t value, FILE *out)
+{
+	for (size_t d = 0; d < depth; d++) {
+		if (d)
+			putc(';', out);
+		for (const char *s = label_text(f, levels[d].kids[levels[d].at]); *s; s++)
+			putc(fold((unsigned char)*s), out);
+	}
+	fprintf(out, " %llu\n", (unsigned long long)value);
+}
+
+static int fold_walk(const struct wsp_flame *f, const struct tree_index *ix, FILE *out)
+{
+	struct fold_level *levels = NULL;
+	size_t cap = 0, depth = 1;
+	int err = wsp_grow(&levels, &cap, 1, sizeof *levels);
+	if (err)
+		return err;
+	levels[0] = (struct fold_level){ .kids = ix->kids, .n = ix->first[ROOT + 1] };
+	while (depth && !err) {
+		struct fold_level *l = &levels[depth - 1];
+		if (l->end == l->n) {
+			free(l->owned);
+			depth--;
+			continue;
+		}
+		l->at = l->end;
+		uint32_t group = ix->folded[f->nodes[l->kids[l->at]].label];
+		uint64_t self = 0;
+		while (l->end < l->n && ix->folded[f->nodes[l->kids[l->end]].label] == group)
+			self += f->nodes[l->kids[l->end++]].self;
+		if (self)
+			fold_write_line(f, levels, depth, self, out);
+		err = wsp_grow(&levels, &cap, depth + 1, sizeof *levels);
+		if (!err)
+			err = fold_children(f, ix, &levels[depth - 1], &levels[depth]);
+		if (!err)
+			depth++;
+	}
+	while (depth)
+		free(levels[--depth].owned);
+	free(levels);
+	return err;
+}
+
+int wsp_flame_write_folded(const struct wsp_flame *f, FILE *out)
+{
+	struct tree_index ix;
+	int err = index_build(f, &ix);
+	if (err)
+		return err;
+	err = fold_walk(f, &ix, out);
+	index_free(&ix);
+	return err ? err : finish(out);
+}
+
+/* ---- Numbers for people --------------------------------------------- */
+
+/* "1.50 MiB": 3 significant digits. The rounding is settled before the
+ * format is picked, so 9.999 KiB reads "10.0 KiB" and 1023.9 KiB "1.00 MiB". */
+static void format_bytes(char *buf, size_t cap, uint64_t bytes)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	if (bytes < 1024) {
+		snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+		return;
+	}
+	double v = (double)bytes;
+	int u = 0;
+	while (v >= 1023.5 && u < 6) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, cap, v >= 99.95 ? "%.0f %s" : v >= 9.995 ? "%.1f %s" : "%.2f %s", v, unit[u]);
+}
+
+/* "12,345" */
+static void format_grouped(char *buf, size_t cap, uint64_t n)
+{
+	char raw[24];
+	int len = snprintf(raw, sizeof raw, "%llu", (unsigned long long)n);
+	size_t o = 0;
+	for (int i = 0; i < len && o + 2 < cap; i++) {
+		if (i && (len - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	buf[o] = 0;
+}
+
+/* "1.50 MiB, 37.5%" or "12,345 allocations, 37.5%" */
+static void format_value(char *buf, size_t cap, uint64_t value, uint64_t total, const char *unit)
+{
+	char number[64], share[16];
+	if (!unit || !strcmp(unit, "bytes")) {
+		format_bytes(number, sizeof number, value);
+	} else {
+		char digits[32];
+		format_grouped(digits, sizeof digits, value);
+		size_t len = strlen(unit);
+		/* "1 allocation", not "1 allocations" */
+		if (value == 1 && len > 1 && unit[len - 1] == 's')
+			len--;
+		snprintf(number, sizeof number, "%s %.*s", digits, (int)len, unit);
+	}
+	double pct = 100.0 * (double)value / (double)total;
+	if (pct < 0.05)
+		snprintf(share, sizeof share, "<0.1%%");
+	else
+		snprintf(share, sizeof share, "%.1f%%", pct);
+	snprintf(buf, cap, "%s, %s", number, share);
+}
+
+/* ---- XML text ------------------------------------------------------- */
+
+/* The length of the UTF-8 character at s, and whether XML can carry it;
+ * a byte that starts no valid character counts as one character of its own. */
+static size_t utf8_char(const char *str, bool *ok)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	*ok = true;
+	if (s[0] < 0x80)
+		return 1;
+	size_t len = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	uint32_t cp = len ? s[0] & (0x7f >> len) : 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80) {
+			len = 0;
+			break;
+		}
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	static const uint32_t least[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	if (!len || cp < least[len] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff || cp == 0xfffe || cp == 0xffff) {
+		*ok = false;
+		return 1;
+	}
+	return len;
+}
+
+static size_t utf8_count(const char *s)
+{
+	size_t n = 0;
+	bool ok;
+	for (; *s; n++)
+		s += utf8_char(s, &ok);
+	return n;
+}
+
+/* At most `chars` characters of s as XML character data (also good inside
+ * an attribute): markup escaped, control characters as spaces, bytes that
+ * are not UTF-8 as U+FFFD. */
+static void put_xml(FILE *out, const char *s, size_t chars)
+{
+	for (; *s && chars; chars--) {
+		bool ok;
+		size_t len = utf8_char(s, &ok);
+		unsigned char c = (unsigned char)*s;
+		if (!ok)
+			fputs("\xef\xbf\xbd", out);
+		else if (c == '&')
+			fputs("&amp;", out);
+		else if (c == '<')
+			fputs("&lt;", out);
+		else if (c == '>')
+			fputs("&gt;", out);
+		else if (c == '"')
+			fputs("&quot;", out);
+		else if (c == '\'')
+			fputs("&apos;", out);
+		else if (c < 0x20 || c == 0x7f)
+			putc(' ', out);
+		else
+			fwrite(s, 1, len, out);
+		s += len;
+	}
+}
+
+/* SVG numbers must use '.' whatever LC_NUMERIC says, so no %f here. */
+static void put_px(FILE *out, double v)
+{
+	unsigned long long hundredths = (unsigned long long)(v * 100 + 0.5);
+	fprintf(out, "%llu.%02llu", hundredths / 100, hundredths % 100);
+}
+
+/* ---- SVG ------------------------------------------------------------ */
+
+enum {
+	SVG_DEFAULT_WIDTH = 1200,
+	SVG_MIN_WIDTH = 200,
+	SVG_PAD = 10,       /* left and right of the graph, below it */
+	SVG_ROW = 16,       /* one frame's row; boxes are a pixel shorter */
+	SVG_TITLE_Y = 24,
+	SVG_SUBTITLE_Y = 44,
+	SVG_CHAR_PX = 7,    /* average width of a character at 12 px */
+	SVG_TEXT_INSET = 3, /* from the box's left edge to its label */
+	SVG_MIN_CHARS = 3,  /* narrower boxes go unlabelled */
+};
+#define SVG_MIN_BOX_PX 0.1
+
+struct svg {
+	const struct wsp_flame *f;
+	const struct tree_index *ix;
+	const char *unit;
+	FILE *out;
+	unsigned width, top, max_depth;
+	double scale; /* pixels per unit of value */
+};
+
+static bool svg_visible(const struct svg *s, uint32_t node)
+{
+	return (double)s->f->nodes[node].total * s->scale >= SVG_MIN_BOX_PX;
+}
+
+/* flamegraph.pl's "hot" palette, from the label's hash; lighter in green
+ * than the original so that black text stays readable on every box. */
+static void svg_colour(uint64_t hash, unsigned rgb[3])
+{
+	rgb[0] = 205 + (unsigned)(hash % 51);
+	rgb[1] = 80 + (unsigned)((hash >> 16) % 151);
+	rgb[2] = (unsigned)((hash >> 32) % 56);
+}
+
+static void svg_frame(struct svg *s, uint32_t node, unsigned depth, uint64_t offset)
+{
+	const struct wsp_flame *f = s->f;
+	const char *label = node == ROOT ? "all" : label_text(f, node);
+	uint64_t hash = node == ROOT ? hash_text(label) : f->labels[f->nodes[node].label].hash;
+	double x = SVG_PAD + (double)offset * s->scale, w = (double)f->nodes[node].total * s->scale;
+	unsigned y = s->top + (s->max_depth - depth) * SVG_ROW, rgb[3];
+	char value[160];
+	format_value(value, sizeof value, f->nodes[node].total, f->nodes[ROOT].total, s->unit);
+	svg_colour(hash, rgb);
+
+	fputs("<g><title>", s->out);
+	put_xml(s->out, label, SIZE_MAX);
+	fputs(" \xe2\x80\x94 ", s->out);
+	put_xml(s->out, value, SIZE_MAX);
+	fputs("</title><rect x=\"", s->out);
+	put_px(s->out, x);
+	fprintf(s->out, "\" y=\"%u\" width=\"", y);
+	put_px(s->out, w);
+	fprintf(s->out, "\" height=\"%u\" rx=\"2\" ry=\"2\" fill=\"rgb(%u,%u,%u)\"/>", SVG_ROW - 1, rgb[0], rgb[1], rgb[2]);
+
+	double room = (w - SVG_TEXT_INSET) / SVG_CHAR_PX;
+	size_t fit = room > 0 ? (size_t)room : 0, chars = utf8_count(label);
+	if (fit >= SVG_MIN_CHARS) {
+		fputs("<text x=\"", s->out);
+		put_px(s->out, x + SVG_TEXT_INSET);
+		fprintf(s->out, "\" y=\"%u\">", y + 12);
+		put_xml(s->out, label, chars <= fit ? chars : fit - 2);
+		if (chars > fit)
+			fputs("..", s->out);
+		fputs("</text>", s->out);
+	}
+	fputs("</g>\n", s->out);
+}
+
+static void svg_deepest(struct svg *s, uint32_t node, unsigned depth, uint64_t offset)
+{
+	(void)node, (void)offset;
+	if (depth > s->max_depth)
+		s->max_depth = depth;
+}
+
+struct walk_frame {
+	uint32_t node, next; /* next: the next child's place in ix->kids */
+	uint64_t offset;     /* value left of the next child */
+};
+
+/* Pre-order over the boxes wide enough to draw; a child is never wider
+ * than its parent, so a box too narrow hides its whole subtree. */
+static int svg_walk(struct svg *s, void (*visit)(struct svg *, uint32_t, unsigned, uint64_t))
+{
+	const struct tree_index *ix = s->ix;
+	struct walk_frame *stack = NULL;
+	size_t cap = 0, depth = 0;
+	if (wsp_grow(&stack, &cap, 1, sizeof *stack))
+		return -ENOMEM;
+	visit(s, ROOT, 0, 0);
+	stack[depth++] = (struct walk_frame){ ROOT, ix->first[ROOT], 0 };
+	while (depth) {
+		struct walk_frame *top = &stack[depth - 1];
+		if (top->next == ix->first[top->node + 1]) {
+			depth--;
+			continue;
+		}
+		uint32_t kid = ix->kids[top->next++];
+		uint64_t offset = top->offset;
+		top->offset += s->f->nodes[kid].total;
+		if (!svg_visible(s, kid))
+			continue;
+		visit(s, kid, (unsigned)depth, offset);
+		if (wsp_grow(&stack, &cap, depth + 1, sizeof *stack)) {
+			free(stack);
+			return -ENOMEM;
+		}
+		stack[depth++] = (struct walk_frame){ kid, ix->first[kid], offset };
+	}
+	free(stack);
+	return 0;
+}
+
+static void svg_open(const struct svg *s, const struct wsp_flame_svg_options *opt, unsigned height)
+{
+	FILE *out = s->out;
+	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+		     "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%u\" height=\"%u\" "
+		     "viewBox=\"0 0 %u %u\" font-family=\"Verdana, DejaVu Sans, sans-serif\" font-size=\"12\">\n"
+		     "<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"#f8f8f2\"/>\n",
+		s->width, height, s->width, height, s->width, height);
+	fprintf(out, "<text x=\"%u\" y=\"%u\" text-anchor=\"middle\" font-size=\"17\">", s->width / 2, SVG_TITLE_Y);
+	put_xml(out, opt && opt->title ? opt->title : "Flame graph", SIZE_MAX);
+	fputs("</text>\n", out);
+	if (opt && opt->subtitle) {
+		fprintf(out, "<text x=\"%u\" y=\"%u\" text-anchor=\"middle\" fill=\"#444\">", s->width / 2, SVG_SUBTITLE_Y);
+		put_xml(out, opt->subtitle, SIZE_MAX);
+		fputs("</text>\n", out);
+	}
+}
+
+int wsp_flame_write_svg(const struct wsp_flame *f, const struct wsp_flame_svg_options *opt, FILE *out)
+{
+	struct svg s = {
+		.f = f,
+		.unit = opt ? opt->unit : NULL,
+		.out = out,
+		.width = opt && opt->width ? opt->width : SVG_DEFAULT_WIDTH,
+		.top = (opt && opt->subtitle ? SVG_SUBTITLE_Y : SVG_TITLE_Y) + SVG_ROW,
+	};
+	if (s.width < SVG_MIN_WIDTH)
+		s.width = SVG_MIN_WIDTH;
+	uint64_t total = f->nodes[ROOT].total;
+	if (!total) {
+		svg_open(&s, opt, s.top + 3 * SVG_ROW);
+		fprintf(out, "<text x=\"%u\" y=\"%u\" text-anchor=\"middle\">Nothing to show: no stack has a nonzero value.</text>\n"
+			     "</svg>\n", s.width / 2, s.top + 2 * SVG_ROW);
+		return finish(out);
+	}
+
+	struct tree_index ix;
+	int err = index_build(f, &ix);
+	if (err)
+		return err;
+	s.ix = &ix;
+	s.scale = (double)(s.width - 2 * SVG_PAD) / (double)total;
+	err = svg_walk(&s, svg_deepest);
+	if (!err) {
+		svg_open(&s, opt, s.top + (s.max_depth + 1) * SVG_ROW + SVG_PAD);
+		err = svg_walk(&s, svg_frame);
+		fputs("</svg>\n", out);
+	}
+	index_free(&ix);
+	return err ? err : finish(out);
+}

@@ -1,0 +1,62 @@
+/*
+ * flame.h - flame graphs of allocation stacks: stacks of frame labels with
+ * a value each (bytes or a count) merged into one tree, written as folded
+ * text (flamegraph.pl, speedscope) or as a self-contained SVG.
+ *
+ * Guarantees: stacks sharing outer frames share their boxes, each box's
+ * value is the sum of the stacks through it; output depends only on what
+ * was added, never on the order it was added in, so it can be compared
+ * byte for byte. Memory is linear in the number of distinct frames of the
+ * tree (nodes) and distinct labels. The model decides what a value means;
+ * this module only sums and draws.
+ */
+#ifndef WSP_FLAME_H
+#define WSP_FLAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* A tree of frames with summed values. */
+struct wsp_flame;
+
+/* @return an empty tree, or NULL when out of memory. */
+struct wsp_flame *wsp_flame_new(void);
+void wsp_flame_free(struct wsp_flame *f);
+
+/* Add one stack: frames[0] outermost ... frames[n-1] innermost (the
+ * allocation's caller), with its value; a value of 0 is ignored. Labels are
+ * copied as they are; each writer replaces what its format cannot carry.
+ * @return 0, -EINVAL for an empty stack or a NULL label, or -ENOMEM (the
+ * values are then unchanged). */
+int wsp_flame_add(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value);
+
+/* The sum of the values added. */
+uint64_t wsp_flame_total(const struct wsp_flame *f);
+
+/* The folded-stack text flamegraph.pl and speedscope read: one line per
+ * distinct stack, "frame1;frame2;...;frameN VALUE\n", outermost first.
+ * In labels ';' becomes ':' and control characters become ' '; stacks that
+ * become the same text are written once, summed. Lines are sorted frame by
+ * frame (a stack before the stacks that extend it); stacks with value 0
+ * are omitted. @return 0 or -errno. */
+int wsp_flame_write_folded(const struct wsp_flame *f, FILE *out);
+
+struct wsp_flame_svg_options {
+	const char *title;    /* "Peak heap by call stack: ./app (app.wsp)"; NULL: "Flame graph" */
+	const char *subtitle; /* "metric: bytes live at the peak (12.3 MiB total)"; may be NULL */
+	/* "bytes" or NULL: values as sizes with 3 significant digits
+	 * ("1.50 MiB"); anything else names a count: "12,345 allocations". */
+	const char *unit;
+	unsigned width;       /* pixels; 0: 1200; less than 200: 200 */
+};
+
+/* A self-contained SVG flame graph, root ("all") at the bottom as
+ * flamegraph.pl draws it: no script, no external resource. Each frame is a
+ * <g> with a <title> (full label, value, share of the total), a <rect> as
+ * wide as its value and a <text> label cut to fit the box; boxes narrower
+ * than 0.1 px are left out (their value still counts in their parents).
+ * opt may be NULL. @return 0 or -errno. */
+int wsp_flame_write_svg(const struct wsp_flame *f, const struct wsp_flame_svg_options *opt, FILE *out);
+
+#endif

@@ -1,0 +1,450 @@
+/*
+ * symbols.c - see symbols.h.
+ *
+ * Three tables, each growing only with distinct things: modules (one
+ * libdwfl session each, opened on first use), stack nodes (which module
+ * and offset a node's ip had when it was first seen), and symbolized
+ * addresses (their logical frames, in one arena). Strings are interned.
+ */
+#include "symbols.h"
+
+#include "grow.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* libstdc++'s demangler (the C++ ABI's), linked with the analyzer. */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+enum { MOD_UNTRIED, MOD_READY, MOD_UNUSABLE };
+
+struct mod {
+	char *path;
+	const char *name;     /* file name part of path */
+	uint8_t *build_id;
+	size_t build_id_len;
+	uint64_t base;
+	int state;
+	Dwfl *dwfl;
+	Dwfl_Module *dm;
+};
+
+struct node_ref {
+	int32_t mod;          /* -1: outside every module */
+	bool noted;
+	uint64_t offset;      /* ip - base, or the ip itself outside modules */
+};
+
+struct addr_entry {
+	int32_t mod;
+	bool used;
+	uint64_t offset;
+	uint32_t first, count; /* frames in the arena */
+};
+
+struct wsp_syms {
+	FILE *warn;
+	struct mod *mods;
+	size_t nmods, modcap;
+	struct node_ref *nodes;
+	size_t nodecap;
+	struct addr_entry *addrs;
+	size_t addrcap, naddrs;
+	struct wsp_frame *arena;
+	size_t narena, arenacap;
+	char **strings;       /* interned, open addressing */
+	size_t strcap, nstrings;
+	struct wsp_frame *out; /* the last wsp_syms_stack() answer */
+	size_t outcap;
+};
+
+static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *s = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 1099511628211ull;
+	return h;
+}
+
+struct wsp_syms *wsp_syms_new(FILE *warn)
+{
+	struct wsp_syms *s = calloc(1, sizeof *s);
+	if (s)
+		s->warn = warn;
+	return s;
+}
+
+void wsp_syms_free(struct wsp_syms *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nmods; i++) {
+		if (s->mods[i].dwfl)
+			dwfl_end(s->mods[i].dwfl);
+		free(s->mods[i].path);
+		free(s->mods[i].build_id);
+	}
+	for (size_t i = 0; i < s->strcap; i++)
+		free(s->strings[i]);
+	free(s->strings);
+	free(s->mods);
+	free(s->nodes);
+	free(s->addrs);
+	free(s->arena);
+	free(s->out);
+	free(s);
+}
+
+/* ---- strings ---------------------------------------------------------- */
+
+static const char *intern(struct wsp_syms *s, const char *str)
+{
+	if (!str)
+		return NULL;
+	if ((s->nstrings + 1) * 2 > s->strcap) {
+		size_t cap = s->strcap ? s->strcap * 2 : 1024;
+		char **t = calloc(cap, sizeof *t);
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < s->strcap; i++) {
+			if (!s->strings[i])
+				continue;
+			size_t j = hash_bytes(s->strings[i], strlen(s->strings[i]), 14695981039346656037ull) & (cap - 1);
+			while (t[j])
+				j = (j + 1) & (cap - 1);
+			t[j] = s->strings[i];
+		}
+		free(s->strings);
+		s->strings = t;
+		s->strcap = cap;
+	}
+	size_t j = hash_bytes(str, strlen(str), 14695981039346656037ull) & (s->strcap - 1);
+	for (; s->strings[j]; j = (j + 1) & (s->strcap - 1))
+		if (strcmp(s->strings[j], str) == 0)
+			return s->strings[j];
+	s->strings[j] = strdup(str);
+	if (s->strings[j])
+		s->nstrings++;
+	return s->strings[j];
+}
+
+/* A C++ name demangled, anything else as it is; interned. */
+static const char *function_name(struct wsp_syms *s, const char *raw)
+{
+	if (!raw)
+		return NULL;
+	if (raw[0] == '_' && raw[1] == 'Z') {
+		int status = -1;
+		char *d = __cxa_demangle(raw, NULL, NULL, &status);
+		if (d && status == 0) {
+			const char *r = intern(s, d);
+			free(d);
+			return r;
+		}
+		free(d);
+	}
+	return intern(s, raw);
+}
+
+/* ---- modules ---------------------------------------------------------- */
+
+static int32_t module_of(struct wsp_syms *s, const wsprof_module_info *info)
+{
+	for (size_t i = 0; i < s->nmods; i++) {
+		const struct mod *m = &s->mods[i];
+		if (m->base == info->base && m->build_id_len == info->build_id_len &&
+		    strcmp(m->path, info->path) == 0 &&
+		    (!m->build_id_len || memcmp(m->build_id, info->build_id, m->build_id_len) == 0))
+			return (int32_t)i;
+	}
+	if (wsp_grow(&s->mods, &s->modcap, s->nmods + 1, sizeof *s->mods))
+		return -1;
+	struct mod *m = &s->mods[s->nmods];
+	memset(m, 0, sizeof *m);
+	m->path = strdup(info->path);
+	m->build_id = malloc(info->build_id_len + 1);
+	if (!m->path || !m->build_id) {
+		free(m->path);
+		free(m->build_id);
+		return -1;
+	}
+	if (info->build_id_len)
+		memcpy(m->build_id, info->build_id, info->build_id_len);
+	m->build_id_len = info->build_id_len;
+	m->base = info->base;
+	const char *slash = strrchr(m->path, '/');
+	m->name = slash ? slash + 1 : m->path;
+	return (int32_t)s->nmods++;
+}
+
+static char *debuginfo_path;
+static const Dwfl_Callbacks callbacks = {
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+	.debuginfo_path = &debuginfo_path,
+};
+
+/* Open a module's file with libdwfl and check that it is the file that
+ * was recorded. Anything else leaves it unusable, once, with a warning. */
+static void module_open(struct wsp_syms *s, struct mod *m)
+{
+	m->state = MOD_UNUSABLE;
+	if (m->path[0] != '/')
+		return; /* the vdso and the like: no file to read */
+	m->dwfl = dwfl_begin(&callbacks);
+	if (!m->dwfl)
+		return;
+	dwfl_report_begin(m->dwfl);
+	m->dm = dwfl_report_elf(m->dwfl, m->name, m->path, -1, m->base, false);
+	dwfl_report_end(m->dwfl, NULL, NULL);
+	if (!m->dm) {
+		if (s->warn)
+			fprintf(s->warn, "wsprof: warning: cannot read %s (%s); its frames show as %s+0xOFFSET\n",
+				m->path, dwfl_errmsg(-1), m->name);
+		return;
+	}
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(m->dm, &bits, &vaddr);
+	if (m->build_id_len && (n != (int)m->build_id_len || memcmp(bits, m->build_id, (size_t)n) != 0)) {
+		if (s->warn)
+			fprintf(s->warn, "wsprof: warning: %s has changed since it was recorded (its build-id differs); "
+				"its frames show as %s+0xOFFSET\n", m->path, m->name);
+		return;
+	}
+	m->state = MOD_READY;
+}
+
+/* ---- stack nodes ------------------------------------------------------- */
+
+int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node)
+{
+	uint64_t parent, ip;
+	for (; node && wsprof_trace_stack_node(t, node, &parent, &ip); node = parent) {
+		if (node >= s->nodecap) {
+			size_t old = s->nodecap;
+			if (wsp_grow(&s->nodes, &s->nodecap, (size_t)node + 1, sizeof *s->nodes))
+				return -ENOMEM;
+			memset(s->nodes + old, 0, (s->nodecap - old) * sizeof *s->nodes);
+		}
+		struct node_ref *r = &s->nodes[node];
+		if (r->noted)
+			break; /* and so are its parents */
+		wsprof_module_info info;
+		/* A return address may be just past its function's end: look up the call. */
+		if (wsprof_trace_module_info_at(t, ip - 1, &info)) {
+			r->mod = module_of(s, &info);
+			r->offset = ip - info.base;
+		} else {
+			r->mod = -1;
+			r->offset = ip;
+		}
+		r->noted = true;
+	}
+	return 0;
+}
+
+/* ---- symbolizing an address ------------------------------------------ */
+
+static const char *die_function(struct wsp_syms *s, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name = NULL;
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+		name = dwarf_formstring(&attr);
+	if (!name && dwarf_attr_integrate(die, DW_AT_name, &attr))
+		name = dwarf_formstring(&attr);
+	return function_name(s, name);
+}
+
+static int arena_add(struct wsp_syms *s, struct wsp_frame f)
+{
+	if (wsp_grow(&s->arena, &s->arenacap, s->narena + 1, sizeof *s->arena))
+		return -ENOMEM;
+	s->arena[s->narena++] = f;
+	return 0;
+}
+
+/* The logical frames of pc, innermost first, from the DWARF scopes: each
+ * inlined call is a frame whose line is where the next one called it. */
+static int frames_from_dwarf(struct wsp_syms *s, struct mod *m, Dwarf_Addr pc, struct wsp_frame base)
+{
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dwfl_module_addrdie(m->dm, pc, &bias);
+	if (!cu)
+		return 0;
+	Dwarf_Die *scopes = NULL;
+	int n = dwarf_getscopes(cu, pc - bias, &scopes);
+	if (n <= 0)
+		return 0;
+	/* Past an inlined instance, dwarf_getscopes follows its abstract
+	 * definition; the chain of calls is the DIE's physical parents. */
+	Dwarf_Die inner = scopes[0];
+	free(scopes);
+	scopes = NULL;
+	n = dwarf_getscopes_die(&inner, &scopes);
+	if (n <= 0)
+		return 0;
+	Dwfl_Line *line = dwfl_module_getsrc(m->dm, pc);
+	int lineno = 0;
+	const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	dwarf_getsrcfiles(cu, &files, &nfiles);
+	int added = 0;
+	for (int i = 0; i < n; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+			continue;
+		struct wsp_frame f = base;
+		f.function = die_function(s, &scopes[i]);
+		f.file = intern(s, file);
+		f.line = lineno > 0 ? (unsigned)lineno : 0;
+		f.inlined = tag == DW_TAG_inlined_subroutine;
+		if (arena_add(s, f)) {
+			free(scopes);
+			return -ENOMEM;
+		}
+		added++;
+		if (tag == DW_TAG_subprogram)
+			break;
+		/* The next frame out is at this inlined call's call site. */
+		Dwarf_Attribute attr;
+		Dwarf_Word cfile = 0, cline = 0;
+		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &cfile) == 0 && files &&
+		    cfile < nfiles)
+			file = dwarf_filesrc(files, cfile, NULL, NULL);
+		else
+			file = NULL;
+		lineno = dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &cline) == 0 ? (int)cline : 0;
+	}
+	free(scopes);
+	return added;
+}
+
+/* Symbolize (module, offset) into the arena. @return 0 or -ENOMEM. */
+static int symbolize(struct wsp_syms *s, struct addr_entry *e)
+{
+	e->first = (uint32_t)s->narena;
+	struct wsp_frame base = { .offset = e->offset };
+	struct mod *m = e->mod >= 0 ? &s->mods[e->mod] : NULL;
+	if (m) {
+		base.module = intern(s, m->name);
+		if (m->state == MOD_UNTRIED)
+			module_open(s, m);
+	}
+	int added = 0;
+	if (m && m->state == MOD_READY) {
+		Dwarf_Addr pc = m->base + e->offset - 1;
+		added = frames_from_dwarf(s, m, pc, base);
+		if (added < 0)
+			return added;
+		if (!added) {
+			GElf_Off off;
+			GElf_Sym sym;
+			const char *name = dwfl_module_addrinfo(m->dm, pc, &off, &sym, NULL, NULL, NULL);
+			base.function = function_name(s, name);
+		}
+	}
+	if (!added && arena_add(s, base))
+		return -ENOMEM;
+	e->count = (uint32_t)(s->narena - e->first);
+	return 0;
+}
+
+static struct addr_entry *lookup(struct wsp_syms *s, int32_t mod, uint64_t offset)
+{
+	if ((s->naddrs + 1) * 2 > s->addrcap) {
+		size_t cap = s->addrcap ? s->addrcap * 2 : 1024;
+		struct addr_entry *t = calloc(cap, sizeof *t);
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < s->addrcap; i++) {
+			if (!s->addrs[i].used)
+				continue;
+			size_t j = hash_bytes(&s->addrs[i].offset, 8, (uint64_t)s->addrs[i].mod) & (cap - 1);
+			while (t[j].used)
+				j = (j + 1) & (cap - 1);
+			t[j] = s->addrs[i];
+		}
+		free(s->addrs);
+		s->addrs = t;
+		s->addrcap = cap;
+	}
+	size_t j = hash_bytes(&offset, 8, (uint64_t)mod) & (s->addrcap - 1);
+	for (; s->addrs[j].used; j = (j + 1) & (s->addrcap - 1))
+		if (s->addrs[j].mod == mod && s->addrs[j].offset == offset)
+			return &s->addrs[j];
+	struct addr_entry *e = &s->addrs[j];
+	*e = (struct addr_entry){ .mod = mod, .used = true, .offset = offset };
+	s->naddrs++;
+	if (symbolize(s, e)) {
+		e->count = 0;
+		return NULL;
+	}
+	return e;
+}
+
+/* ---- stacks ------------------------------------------------------------ */
+
+static bool is_allocator_entry(const char *fn)
+{
+	static const char *const names[] = {
+		"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc",
+		"memalign", "valloc", "pvalloc", "mmap", "mmap64", "mremap", "munmap",
+	};
+	if (!fn)
+		return false;
+	if (strncmp(fn, "operator new", 12) == 0 || strncmp(fn, "__libc_", 7) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (strcmp(fn, names[i]) == 0)
+			return true;
+	return false;
+}
+
+size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, const struct wsp_frame **frames)
+{
+	size_t n = 0;
+	uint64_t parent, ip;
+	bool top = true;
+	for (; node && node < s->nodecap && s->nodes[node].noted && wsprof_trace_stack_node(t, node, &parent, &ip);
+	     node = parent) {
+		struct addr_entry *e = lookup(s, s->nodes[node].mod, s->nodes[node].offset);
+		if (!e)
+			break;
+		for (uint32_t i = 0; i < e->count; i++) {
+			const struct wsp_frame *f = &s->arena[e->first + i];
+			if (top && is_allocator_entry(f->function))
+				continue;
+			top = false;
+			if (wsp_grow(&s->out, &s->outcap, n + 1, sizeof *s->out))
+				break;
+			s->out[n++] = *f;
+		}
+	}
+	*frames = s->out;
+	return n;
+}
+
+const char *wsp_frame_label(const struct wsp_frame *f, char *buf, size_t cap)
+{
+	const char *file = f->file ? strrchr(f->file, '/') : NULL;
+	file = file ? file + 1 : f->file;
+	if (f->function && file && f->line)
+		snprintf(buf, cap, "%s (%s:%u)", f->function, file, f->line);
+	else if (f->function && f->module)
+		snprintf(buf, cap, "%s (%s)", f->function, f->module);
+	else if (f->function)
+		snprintf(buf, cap, "%s", f->function);
+	else if (f->module)
+		snprintf(buf, cap, "%s+0x%llx", f->module, (unsigned long long)f->offset);
+	else
+		snprintf(buf, cap, "0x%llx", (unsigned long long)f->offset);
+	return buf;
+}

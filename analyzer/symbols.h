@@ -1,0 +1,56 @@
+/*
+ * symbols.h - call stacks as people read them: function, file:line,
+ * inlined frames, C++ names demangled.
+ *
+ * Symbolization is offline, from the module map the trace recorded, with
+ * elfutils' libdwfl: debug info from the file itself or the standard
+ * places (/usr/lib/debug/.build-id/..., .gnu_debuglink files), the ELF
+ * symbol table otherwise, "module+0xoffset" when nothing is known. A
+ * module whose build-id differs from the recorded one (rebuilt since) is
+ * not symbolized at all - one warning, never wrong names.
+ *
+ * Addresses are tied to modules when a stack first appears in the stream
+ * (wsp_syms_note_stack), so a library unloaded later still resolves; each
+ * distinct (module, address) is symbolized once.
+ */
+#ifndef WSP_SYMBOLS_H
+#define WSP_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "wsprof/trace.h"
+
+/* One logical frame; a machine frame with inlined calls gives several. */
+struct wsp_frame {
+	const char *function; /* demangled; NULL when unknown */
+	const char *file;     /* source file as the debug info names it; NULL when unknown */
+	unsigned line;        /* 0 when unknown */
+	const char *module;   /* file name of the module; NULL outside any module */
+	uint64_t offset;      /* of the return address in the module (or absolute, outside) */
+	bool inlined;         /* inlined into the frame after it */
+};
+
+struct wsp_syms;
+
+/* warn: where one-line warnings go (a rebuilt or missing module), or NULL. */
+struct wsp_syms *wsp_syms_new(FILE *warn);
+void wsp_syms_free(struct wsp_syms *s);
+
+/* Bind a stack's addresses to the modules loaded at this point of the
+ * stream. Call for every stack as the events that use it are read.
+ * @return 0 or -ENOMEM. */
+int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t stack);
+
+/* The logical frames of a noted stack, innermost first, with wsprof's and
+ * the allocator's entry points (malloc, operator new, ...) trimmed from
+ * the top. *frames stays valid until the next call.
+ * @return the number of frames. */
+size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t stack, const struct wsp_frame **frames);
+
+/* "function (file:line)", "function (module)", "module+0x1f2e" or "0x7f...". */
+const char *wsp_frame_label(const struct wsp_frame *f, char *buf, size_t cap);
+
+#endif
