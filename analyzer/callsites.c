@@ -352,7 +352,7 @@ static void callsites_text(const struct options *o, struct wsp_loaded *l, const 
 		       wsp_group_digits(d, sizeof d, row->sum.temporary), wsp_human_bytes(e, sizeof e, row->sum.bytes),
 		       wsp_frame_label(&row->site, label, sizeof label));
 		if (o->full)
-			print_stack(l, row->stack, "                                                                ");
+			print_stack(l, row->stack, "      ");
 	}
 	if (shown < r->n)
 		printf("\n  ... %zu more (--top 0 shows all)\n", r->n - shown);

@@ -1,0 +1,235 @@
+/*
+ * symbols.c - call stacks named as people read them (tests/progs/alloc_sites
+ * and alloc_stripped, under `wsprof record`).
+ *
+ * Every known function must be reported with its name, file and line (the
+ * lines marked SITE:... in the program's source) and exactly its bytes:
+ * at the peak, leaked, allocated, and its temporary allocations; an
+ * always-inlined function is a frame of its own, called from the line
+ * marked CALL:...; C++ names are demangled, templates included; a
+ * function in a dlopen'd library is named too. A program without symbols
+ * gives module+offset frames, and a program rebuilt since the recording
+ * gets a warning and module+offset, never another program's names.
+ */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+TestSuite(symbols, .fini = wt_cleanup, .timeout = 60);
+
+/* The line of `marker` in a test program's source. */
+static uint64_t line_of(const char *source, const char *marker)
+{
+	char *path = wt_path(getenv("WSPROF_SOURCE_ROOT"), "tests/progs/%s", source);
+	char *text = wt_read_file(path, NULL);
+	cr_assert(text, "cannot read %s", path);
+	const char *at = strstr(text, marker);
+	cr_assert(at, "%s has no %s", path, marker);
+	uint64_t line = 1;
+	for (const char *p = text; p < at; p++)
+		line += *p == '\n';
+	free(text);
+	free(path);
+	return line;
+}
+
+static struct wt_json *report(const char *trace, const char *const extra[], struct wt_result *r)
+{
+	const char *argv[16] = { wt_wsprof(), "report" };
+	size_t n = 2;
+	for (size_t i = 0; extra[i]; i++)
+		argv[n++] = extra[i];
+	argv[n++] = "--json";
+	argv[n++] = trace;
+	argv[n] = NULL;
+	wt_run(r, argv);
+	wt_assert_status(r, 0, "wsprof report");
+	char err[256];
+	struct wt_json *j = wt_json_parse(r->out, err, sizeof err);
+	cr_assert(j, "the report is not JSON (%s):\n%s", err, r->out);
+	return j;
+}
+
+/* The entry of `array` whose `key` equals `value`. */
+static const struct wt_json *find(const struct wt_json *array, const char *key, const char *value)
+{
+	for (size_t i = 0; array && i < array->count; i++) {
+		const char *v = wt_json_str(&array->items[i], key);
+		if (v && strcmp(v, value) == 0)
+			return &array->items[i];
+	}
+	return NULL;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = s ? strlen(s) : 0, k = strlen(suffix);
+	return s && n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+struct expected_site {
+	const char *function, *file, *marker;
+	uint64_t allocations, bytes, peak, leaked, temporary;
+};
+
+static void record_sites(struct wt_recording *rec)
+{
+	char *lib = wt_prog("libsites.so");
+	wt_record(rec, NULL, "alloc_sites", (const char *[]){ lib, NULL });
+	wt_assert_status(&rec->run, 0, "wsprof record alloc_sites");
+	free(lib);
+}
+
+Test(symbols, every_known_function_with_its_file_line_and_bytes)
+{
+	static const struct expected_site want[] = {
+		{ "churn", "alloc_sites.cc", "SITE:churn", 100, 6400, 0, 0, 100 },
+		{ "alloc_plain(unsigned long)", "alloc_sites.cc", "SITE:plain", 3, 3000, 3000, 1000, 0 },
+		{ "alloc_inline", "alloc_sites.cc", "SITE:inline", 2, 1000, 1000, 0, 0 },
+		{ "int* make_array<int>(unsigned long)", "alloc_sites.cc", "SITE:template", 1, 400, 400, 0, 0 },
+		{ "double* make_array<double>(unsigned long)", "alloc_sites.cc", "SITE:template", 1, 400, 400, 0, 0 },
+		{ "sites_lib_alloc", "libsites.c", "SITE:lib", 1, 2048, 2048, 2048, 0 },
+		{ "peak_holder", "alloc_sites.cc", "SITE:peak", 1, 1 << 20, 1 << 20, 0, 1 },
+	};
+	struct wt_recording rec;
+	record_sites(&rec);
+	struct wt_result r;
+	struct wt_json *j = report(rec.trace, (const char *[]){ "callsites", "--top", "0", NULL }, &r);
+	const struct wt_json *sites = wt_json_get(j, "sites");
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		const struct expected_site *w = &want[i];
+		const struct wt_json *s = find(sites, "function", w->function);
+		cr_assert(s, "no call site named %s in:\n%s", w->function, r.out);
+		cr_expect(ends_with(wt_json_str(s, "file"), w->file), "%s: file %s", w->function, wt_json_str(s, "file"));
+		cr_expect_eq(wt_u64(s, "line"), line_of(w->file, w->marker), "%s: line", w->function);
+		cr_expect_eq(wt_u64(s, "allocations"), w->allocations, "%s: allocations", w->function);
+		cr_expect_eq(wt_u64(s, "bytes"), w->bytes, "%s: bytes", w->function);
+		cr_expect_eq(wt_u64(s, "peak_bytes"), w->peak, "%s: bytes at the peak", w->function);
+		cr_expect_eq(wt_u64(s, "leaked_bytes"), w->leaked, "%s: leaked", w->function);
+		cr_expect_eq(wt_u64(s, "temporary"), w->temporary, "%s: temporary", w->function);
+	}
+	const struct wt_json *lib = find(sites, "function", "sites_lib_alloc");
+	cr_expect_str_eq(wt_json_str(lib, "module"), "libsites.so");
+	wt_json_free(j);
+	wt_result_free(&r);
+	wt_recording_free(&rec);
+}
+
+Test(symbols, an_inlined_function_is_a_frame_called_from_its_line)
+{
+	struct wt_recording rec;
+	record_sites(&rec);
+	struct wt_result r;
+	struct wt_json *j = report(rec.trace, (const char *[]){ "callsites", "--full-stacks", "--top", "0", NULL }, &r);
+	const struct wt_json *s = find(wt_json_get(j, "sites"), "function", "alloc_inline");
+	cr_assert(s, "no stack through alloc_inline in:\n%s", r.out);
+	const struct wt_json *f0 = wt_json_get(s, "stack.0"), *f1 = wt_json_get(s, "stack.1");
+	cr_assert(f0 && f1, "the stack has fewer than two frames");
+	bool inlined = false;
+	cr_expect(wt_json_bool(f0, "inlined", &inlined) && inlined, "alloc_inline is not marked inlined");
+	cr_expect_eq(wt_u64(f0, "line"), line_of("alloc_sites.cc", "SITE:inline"));
+	cr_expect_str_eq(wt_json_str(f1, "function"), "inline_caller(void**)");
+	cr_expect_eq(wt_u64(f1, "line"), line_of("alloc_sites.cc", "CALL:inline"), "the call site of the inlined function");
+	cr_expect(wt_json_bool(f1, "inlined", &inlined) && !inlined);
+	wt_json_free(j);
+	wt_result_free(&r);
+	wt_recording_free(&rec);
+}
+
+Test(symbols, leaks_are_grouped_by_stack_largest_first)
+{
+	struct wt_recording rec;
+	record_sites(&rec);
+	struct wt_result r;
+	struct wt_json *j = report(rec.trace, (const char *[]){ "leaks", "--top", "0", NULL }, &r);
+	const struct wt_json *stacks = wt_json_get(j, "stacks");
+	cr_assert(stacks && stacks->count >= 2, "leaks:\n%s", r.out);
+	uint64_t previous = UINT64_MAX, lib = 0, plain = 0;
+	for (size_t i = 0; i < stacks->count; i++) {
+		const struct wt_json *s = &stacks->items[i];
+		uint64_t bytes = wt_u64(s, "leaked_bytes");
+		cr_expect_leq(bytes, previous, "leaks are not largest first");
+		previous = bytes;
+		const char *fn = wt_json_str(s, "stack.0.function");
+		if (fn && strcmp(fn, "sites_lib_alloc") == 0)
+			lib += bytes;
+		if (fn && strcmp(fn, "alloc_plain(unsigned long)") == 0) {
+			plain += bytes;
+			cr_expect_eq(wt_u64(s, "leaked_blocks"), 1);
+			cr_expect_eq(wt_u64(s, "allocations"), 3);
+		}
+	}
+	cr_expect_eq(lib, 2048);
+	cr_expect_eq(plain, 1000);
+	wt_json_free(j);
+	wt_result_free(&r);
+	wt_recording_free(&rec);
+}
+
+Test(symbols, a_program_without_symbols_gives_module_and_offset)
+{
+	struct wt_recording rec;
+	wt_record(&rec, NULL, "alloc_stripped", NULL);
+	wt_assert_status(&rec.run, 0, "wsprof record alloc_stripped");
+	struct wt_result r;
+	struct wt_json *j = report(rec.trace, (const char *[]){ "callsites", "--top", "0", NULL }, &r);
+	const struct wt_json *sites = wt_json_get(j, "sites");
+	const struct wt_json *s = NULL;
+	for (size_t i = 0; sites && i < sites->count && !s; i++)
+		if (wt_u64(&sites->items[i], "bytes") == 4242)
+			s = &sites->items[i];
+	cr_assert(s, "no site with the program's 4242 bytes:\n%s", r.out);
+	const struct wt_json *fn = wt_json_get(s, "function");
+	cr_expect(fn && fn->type == WT_JSON_NULL, "a stripped function got a name");
+	cr_expect_str_eq(wt_json_str(s, "module"), "alloc_stripped");
+	const char *label = wt_json_str(s, "label");
+	cr_expect(label && strncmp(label, "alloc_stripped+0x", 17) == 0, "label %s", label);
+	wt_json_free(j);
+	wt_result_free(&r);
+	wt_recording_free(&rec);
+}
+
+Test(symbols, a_rebuilt_program_is_reported_not_misnamed)
+{
+	const char *dir = wt_test_dir();
+	char *orig = wt_prog("alloc_sites"), *copy = wt_path(dir, "sites_copy"), *other = wt_prog("alloc_stripped");
+	char *lib = wt_prog("libsites.so"), *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json");
+	size_t len;
+	char *bytes = wt_read_file(orig, &len);
+	cr_assert(bytes && wt_write_file(copy, bytes, len) == 0);
+	free(bytes);
+	cr_assert_eq(chmod(copy, 0755), 0);
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ wt_wsprof(), "record", "-o", trace, "--", copy, expect, lib, NULL });
+	wt_assert_status(&r, 0, "wsprof record of a copy of alloc_sites");
+	wt_result_free(&r);
+
+	bytes = wt_read_file(other, &len); /* "rebuild" it: another program, another build-id */
+	cr_assert(bytes && wt_write_file(copy, bytes, len) == 0);
+	free(bytes);
+
+	struct wt_json *j = report(trace, (const char *[]){ "callsites", "--top", "0", NULL }, &r);
+	cr_expect(strstr(r.err, "sites_copy has changed since it was recorded") != NULL, "no warning:\n%s", r.err);
+	cr_expect_eq(wt_count_lines(r.err), 1, "one warning, not:\n%s", r.err);
+	const struct wt_json *sites = wt_json_get(j, "sites");
+	cr_expect_null(find(sites, "function", "peak_holder"), "frames of a rebuilt program were named");
+	bool offset_frame = false;
+	for (size_t i = 0; sites && i < sites->count; i++) {
+		const char *label = wt_json_str(&sites->items[i], "label");
+		offset_frame |= label && strncmp(label, "sites_copy+0x", 13) == 0 &&
+				wt_u64(&sites->items[i], "peak_bytes") == 1 << 20;
+	}
+	cr_expect(offset_frame, "the 1 MiB site is not shown as sites_copy+offset:\n%s", r.out);
+	wt_json_free(j);
+	wt_result_free(&r);
+	free(expect);
+	free(trace);
+	free(lib);
+	free(other);
+	free(copy);
+	free(orig);
+}
