@@ -339,8 +339,9 @@ static void callsites_json(const struct options *o, struct wsp_loaded *l, const 
 static void callsites_text(const struct options *o, struct wsp_loaded *l, const struct rows *r, size_t shown)
 {
 	wsp_print_heading(l, "call sites");
-	printf("  %s: %zu %s, sorted by %s%s\n\n", wsprof_kind_name(o->kind), r->n,
-	       o->full ? "call stacks" : "allocation sites", sort_names[o->sort], shown < r->n ? ", the top ones" : "");
+	printf("  %s: %zu %s%s, sorted by %s%s\n\n", wsprof_kind_name(o->kind), r->n,
+	       o->full ? "call stack" : "allocation site", r->n == 1 ? "" : "s", sort_names[o->sort],
+	       shown < r->n ? ", the top ones" : "");
 	printf("  %11s %11s %13s %11s %11s  %s\n", "peak", "leaked", "allocations", "temporary", "bytes",
 	       o->full ? "call stack" : "site");
 	for (size_t i = 0; i < shown; i++) {
@@ -422,8 +423,9 @@ int wsp_cmd_leaks(int argc, char **argv)
 		wsp_json_end_object(&j);
 	} else {
 		wsp_print_heading(&l, "leaks");
-		printf("  %s: %s leaked in %s blocks from %zu call stacks\n", wsprof_kind_name(o.kind),
-		       wsp_human_bytes(a, sizeof a, bytes), wsp_group_digits(b, sizeof b, blocks), n);
+		printf("  %s: %s leaked in %s block%s from %zu call stack%s\n", wsprof_kind_name(o.kind),
+		       wsp_human_bytes(a, sizeof a, bytes), wsp_group_digits(b, sizeof b, blocks), blocks == 1 ? "" : "s",
+		       n, n == 1 ? "" : "s");
 		for (size_t i = 0; i < shown; i++) {
 			printf("\n  %s in %s block%s (of %s allocated there)\n",
 			       wsp_human_bytes(a, sizeof a, r.v[i].sum.leaked_bytes),
