@@ -14,6 +14,7 @@
 
 #include "model.h"
 #include "symbols.h"
+#include "units.h"
 #include "wsprof/trace.h"
 
 /* A trace read to its end into a model. */
@@ -35,10 +36,6 @@ void wsp_loaded_free(struct wsp_loaded *l);
 /* The lines that open a text report: what, of which trace, which program. */
 void wsp_print_heading(const struct wsp_loaded *l, const char *what);
 
-/* "1.50 MiB": 3 significant digits, binary units. */
-const char *wsp_human_bytes(char *buf, size_t cap, uint64_t bytes);
-/* "12,345" */
-const char *wsp_group_digits(char *buf, size_t cap, uint64_t n);
 
 int wsp_cmd_record(int argc, char **argv);
 int wsp_cmd_summary(int argc, char **argv);

@@ -13,6 +13,7 @@
  * so running out of memory leaves the sums as they were.
  */
 #include "flame.h"
+#include "units.h"
 
 #include "grow.h"
 
@@ -399,7 +400,7 @@ static int fold_walk(const struct wsp_flame *f, const struct tree_index *ix, FIL
 	int err = wsp_grow(&levels, &cap, 1, sizeof *levels);
 	if (err)
 		return err;
-	levels[0] = (struct fold_level){ .kids = ix->kids, .n = ix->first[ROOT + 1] };
+	levels[0] = (struct fold_level){ .kids = ix->kids + ix->first[ROOT], .n = ix->first[ROOT + 1] - ix->first[ROOT] };
 	while (depth && !err) {
 		struct fold_level *l = &levels[depth - 1];
 		if (l->end == l->n) {
@@ -439,47 +440,15 @@ int wsp_flame_write_folded(const struct wsp_flame *f, FILE *out)
 
 /* ---- Numbers for people --------------------------------------------- */
 
-/* "1.50 MiB": 3 significant digits. The rounding is settled before the
- * format is picked, so 9.999 KiB reads "10.0 KiB" and 1023.9 KiB "1.00 MiB". */
-static void format_bytes(char *buf, size_t cap, uint64_t bytes)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
-	if (bytes < 1024) {
-		snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
-		return;
-	}
-	double v = (double)bytes;
-	int u = 0;
-	while (v >= 1023.5 && u < 6) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, cap, v >= 99.95 ? "%.0f %s" : v >= 9.995 ? "%.1f %s" : "%.2f %s", v, unit[u]);
-}
-
-/* "12,345" */
-static void format_grouped(char *buf, size_t cap, uint64_t n)
-{
-	char raw[24];
-	int len = snprintf(raw, sizeof raw, "%llu", (unsigned long long)n);
-	size_t o = 0;
-	for (int i = 0; i < len && o + 2 < cap; i++) {
-		if (i && (len - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = raw[i];
-	}
-	buf[o] = 0;
-}
-
 /* "1.50 MiB, 37.5%" or "12,345 allocations, 37.5%" */
 static void format_value(char *buf, size_t cap, uint64_t value, uint64_t total, const char *unit)
 {
 	char number[64], share[16];
 	if (!unit || !strcmp(unit, "bytes")) {
-		format_bytes(number, sizeof number, value);
+		wsp_human_bytes(number, sizeof number, value);
 	} else {
 		char digits[32];
-		format_grouped(digits, sizeof digits, value);
+		wsp_group_digits(digits, sizeof digits, value);
 		size_t len = strlen(unit);
 		/* "1 allocation", not "1 allocations" */
 		if (value == 1 && len > 1 && unit[len - 1] == 's')

@@ -70,34 +70,3 @@ void wsp_print_heading(const struct wsp_loaded *l, const char *what)
 		       l->status.error == WSPROF_E_TRUNCATED ? "truncated" : "damaged");
 	printf("\n");
 }
-
-const char *wsp_human_bytes(char *buf, size_t cap, uint64_t bytes)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	if (bytes < 1024) {
-		snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
-		return buf;
-	}
-	double v = (double)bytes;
-	int u = 0;
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, cap, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, unit[u]);
-	return buf;
-}
-
-const char *wsp_group_digits(char *buf, size_t cap, uint64_t n)
-{
-	char raw[32];
-	int len = snprintf(raw, sizeof raw, "%llu", (unsigned long long)n);
-	size_t o = 0;
-	for (int i = 0; i < len && o + 2 < cap; i++) {
-		if (i && (len - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = raw[i];
-	}
-	buf[o] = 0;
-	return buf;
-}
