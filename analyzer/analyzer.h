@@ -33,6 +33,9 @@ struct wsp_loaded {
 int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols, struct wsp_loaded *out);
 void wsp_loaded_free(struct wsp_loaded *l);
 
+/* A kind by name ("heap"), with a one-line error. @return 0 or -1. */
+int wsp_parse_kind(const char *s, unsigned *kind);
+
 /* The lines that open a text report: what, of which trace, which program. */
 void wsp_print_heading(const struct wsp_loaded *l, const char *what);
 

@@ -213,7 +213,7 @@ static void usage_leaks(FILE *out)
 	      "  --kind KIND  heap (default) or mmap\n", out);
 }
 
-static int parse_kind(const char *s, unsigned *kind)
+int wsp_parse_kind(const char *s, unsigned *kind)
 {
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 		if (strcmp(s, wsprof_kind_name(k)) == 0) {
@@ -253,7 +253,7 @@ static int parse(int argc, char **argv, bool callsites, struct options *o)
 	*o = (struct options){ .sort = callsites ? BY_PEAK : BY_LEAKED, .top = 20, .kind = WSPROF_KIND_HEAP };
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': {
 			size_t i = 0;
@@ -268,7 +268,7 @@ static int parse(int argc, char **argv, bool callsites, struct options *o)
 		}
 		case 't': if (parse_top(optarg, &o->top)) return 2; break;
 		case 'f': if (!callsites) { usage(stderr); return 2; } o->full = true; break;
-		case 'k': if (parse_kind(optarg, &o->kind)) return 2; break;
+		case 'k': if (wsp_parse_kind(optarg, &o->kind)) return 2; break;
 		case 'j': o->json = true; break;
 		case 'h': usage(stdout); return -1;
 		default: usage(stderr); return 2;

@@ -18,6 +18,7 @@ static const struct command reports[] = {
 	{ "summary", wsp_cmd_summary, "program, duration, allocations, peaks and leaks per kind" },
 	{ "callsites", wsp_cmd_callsites, "allocation sites by peak, allocations, bytes, leaks or temporaries" },
 	{ "leaks", wsp_cmd_leaks, "blocks live at the end, grouped by call stack" },
+	{ "flame", wsp_cmd_flame, "a flame graph (SVG) or folded stacks of the allocations" },
 };
 
 static void usage(FILE *out)

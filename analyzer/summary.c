@@ -155,7 +155,7 @@ int wsp_cmd_summary(int argc, char **argv)
 	size_t ncallers = 0;
 	int o;
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "+jc:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "jc:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'j': json = true; break;
 		case 'c': callers[ncallers++] = optarg; break;

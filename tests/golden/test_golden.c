@@ -59,3 +59,7 @@ Test(golden, callsites_json) { check("callsites.json", "callsites --json --full-
 Test(golden, leaks) { check("leaks.txt", "leaks server.wsp"); }
 Test(golden, leaks_json) { check("leaks.json", "leaks --json server.wsp"); }
 Test(golden, callsites_mmap) { check("callsites-mmap.txt", "callsites --kind mmap server.wsp"); }
+Test(golden, flame_folded) { check("flame-peak.folded", "flame --format folded server.wsp"); }
+Test(golden, flame_folded_allocations) { check("flame-allocations.folded", "flame --format folded --metric allocations server.wsp"); }
+Test(golden, flame_svg) { check("flame-peak.svg", "flame server.wsp -o -"); }
+Test(golden, flame_svg_leaked) { check("flame-leaked.svg", "flame --metric leaked server.wsp -o -"); }

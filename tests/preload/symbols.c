@@ -233,3 +233,28 @@ Test(symbols, a_rebuilt_program_is_reported_not_misnamed)
 	free(copy);
 	free(orig);
 }
+
+Test(symbols, the_flame_graph_names_functions_and_sums_their_bytes)
+{
+	struct wt_recording rec;
+	record_sites(&rec);
+	char *svg = wt_path(rec.dir, "flame.svg");
+	struct wt_result folded, drawn;
+	wt_run(&folded, (const char *[]){ wt_wsprof(), "report", "flame", "--format", "folded", rec.trace, NULL });
+	wt_assert_status(&folded, 0, "wsprof report flame --format folded");
+	cr_expect(strstr(folded.out, ";main;peak_holder 1048576\n"), "no 1 MiB line for peak_holder:\n%s", folded.out);
+	cr_expect(strstr(folded.out, ";main;inline_caller(void**);alloc_inline 1000\n"),
+		  "the inlined function is not a frame of its own:\n%s", folded.out);
+	wt_run(&drawn, (const char *[]){ wt_wsprof(), "report", "flame", rec.trace, "-o", svg, NULL });
+	wt_assert_status(&drawn, 0, "wsprof report flame -o flame.svg");
+	char *text = wt_read_file(svg, NULL);
+	cr_assert(text, "no SVG written");
+	cr_expect(strncmp(text, "<?xml", 5) == 0 || strncmp(text, "<svg", 4) == 0, "not an SVG:\n%.200s", text);
+	cr_expect(strstr(text, "<title>peak_holder — 1.00 MiB,"), "no tooltip for peak_holder in the SVG");
+	cr_expect(strstr(text, "<script") == NULL, "the SVG carries a script");
+	free(text);
+	wt_result_free(&drawn);
+	wt_result_free(&folded);
+	free(svg);
+	wt_recording_free(&rec);
+}

@@ -1,0 +1,210 @@
+/*
+ * flamegraph.c - `wsprof report flame`: the call stacks of one kind as a
+ * flame graph (self-contained SVG) or as folded stacks for flamegraph.pl
+ * and speedscope, weighted by a metric of the model's per-stack figures.
+ */
+#include "analyzer.h"
+#include "flame.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum metric { BY_PEAK, BY_LEAKED, BY_ALLOCATIONS, BY_BYTES };
+static const char *const metric_names[] = { "peak", "leaked", "allocations", "bytes" };
+static const char *const metric_words[] = {
+	"bytes live when the kind peaked", "bytes still live at the end", "allocations made",
+	"bytes allocated in all",
+};
+
+struct build {
+	struct wsp_loaded *l;
+	struct wsp_flame *flame;
+	enum metric metric;
+	unsigned kind;
+	const char **labels;   /* outermost first, for wsp_flame_add */
+	char *text;            /* the labels' characters */
+	size_t cap, text_cap;
+	int err;
+};
+
+static uint64_t value_of(const struct wsp_site_stats *s, enum metric m)
+{
+	switch (m) {
+	case BY_PEAK: return s->peak_bytes;
+	case BY_LEAKED: return s->leaked_bytes;
+	case BY_ALLOCATIONS: return s->allocations;
+	case BY_BYTES: return s->bytes;
+	}
+	return 0;
+}
+
+/* A flame frame is a function (or module+offset), not a line: a function
+ * calling malloc from two lines is one box. */
+static const char *frame_text(const struct wsp_frame *f, char *buf, size_t cap)
+{
+	if (f->function)
+		return f->function;
+	return wsp_frame_label(f, buf, cap);
+}
+
+static void add_stack(const struct wsp_site_stats *s, void *arg)
+{
+	struct build *b = arg;
+	uint64_t v = value_of(s, b->metric);
+	if (b->err || s->kind != b->kind || !v)
+		return;
+	const struct wsp_frame *frames;
+	size_t n = wsp_syms_stack(b->l->syms, b->l->trace, s->stack, &frames);
+	if (!n) {
+		static const char *const none[] = { "(no stack recorded)" };
+		b->err = wsp_flame_add(b->flame, none, 1, v);
+		return;
+	}
+	if (n > b->cap) {
+		const char **labels = realloc(b->labels, n * sizeof *labels);
+		if (!labels) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->labels = labels;
+		b->cap = n;
+	}
+	/* Labels go into one buffer first (frame_text may format into it), then get pointed at. */
+	size_t need = 0;
+	char tmp[1024];
+	for (size_t i = 0; i < n; i++)
+		need += strlen(frame_text(&frames[i], tmp, sizeof tmp)) + 1;
+	if (need > b->text_cap) {
+		char *text = realloc(b->text, need);
+		if (!text) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->text = text;
+		b->text_cap = need;
+	}
+	char *p = b->text;
+	for (size_t i = 0; i < n; i++) {
+		const char *t = frame_text(&frames[i], tmp, sizeof tmp);
+		size_t len = strlen(t) + 1;
+		memcpy(p, t, len);
+		b->labels[n - 1 - i] = p; /* frames are innermost first; the graph wants the root first */
+		p += len;
+	}
+	b->err = wsp_flame_add(b->flame, b->labels, n, v);
+}
+
+static void usage(FILE *out)
+{
+	fputs("usage: wsprof report flame [--metric peak|leaked|allocations|bytes] [--format svg|folded]\n"
+	      "                           [--kind KIND] [-o FILE] TRACE\n"
+	      "  --metric M     what a box's width shows (default peak: bytes live when the kind peaked)\n"
+	      "  --format F     svg (default): a self-contained flame graph; folded: the stack text\n"
+	      "                 that flamegraph.pl and speedscope read\n"
+	      "  --kind KIND    heap (default) or mmap\n"
+	      "  -o FILE        where to write (- for stdout); an SVG needs it\n", out);
+}
+
+int wsp_cmd_flame(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "metric", required_argument, NULL, 'm' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "kind", required_argument, NULL, 'k' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	enum metric metric = BY_PEAK;
+	bool folded = false;
+	unsigned kind = WSPROF_KIND_HEAP;
+	const char *output = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': {
+			size_t i = 0;
+			while (i < 4 && strcmp(optarg, metric_names[i]))
+				i++;
+			if (i == 4) {
+				fprintf(stderr, "wsprof: --metric takes peak, leaked, allocations or bytes\n");
+				return 2;
+			}
+			metric = (enum metric)i;
+			break;
+		}
+		case 'f':
+			if (strcmp(optarg, "svg") && strcmp(optarg, "folded")) {
+				fprintf(stderr, "wsprof: --format takes svg or folded\n");
+				return 2;
+			}
+			folded = !strcmp(optarg, "folded");
+			break;
+		case 'k':
+			if (wsp_parse_kind(optarg, &kind))
+				return 2;
+			break;
+		case 'o': output = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "wsprof: report flame needs exactly one trace file\n");
+		usage(stderr);
+		return 2;
+	}
+	if (!output && !folded) {
+		fprintf(stderr, "wsprof: report flame writes an SVG: name it with -o FILE.svg (or use --format folded)\n");
+		return 2;
+	}
+	struct wsp_model_options mo = { .per_stack = true };
+	struct wsp_loaded l;
+	if (wsp_load(argv[optind], &mo, true, &l))
+		return 1;
+	struct build b = { .l = &l, .flame = wsp_flame_new(), .metric = metric, .kind = kind };
+	if (!b.flame)
+		b.err = -ENOMEM;
+	wsp_model_each_site(l.model, add_stack, &b);
+	int rc = 0;
+	FILE *out = stdout;
+	if (!b.err && output && strcmp(output, "-") && !(out = fopen(output, "we"))) {
+		fprintf(stderr, "wsprof: cannot write %s: %s\n", output, strerror(errno));
+		rc = 1;
+	} else if (b.err) {
+		fprintf(stderr, "wsprof: %s\n", strerror(-b.err));
+		rc = 1;
+	} else {
+		const wsprof_process *p = wsprof_trace_process(l.trace);
+		char title[1024], subtitle[256], total[32];
+		snprintf(title, sizeof title, "%s by call stack: %s (%s)", wsprof_kind_name(kind),
+			 p->cmdline[0] ? p->cmdline : p->exe, l.path);
+		uint64_t sum = wsp_flame_total(b.flame);
+		if (metric == BY_ALLOCATIONS)
+			wsp_group_digits(total, sizeof total, sum);
+		else
+			wsp_human_bytes(total, sizeof total, sum);
+		snprintf(subtitle, sizeof subtitle, "width: %s (%s in all)%s", metric_words[metric], total,
+			 l.status.complete ? "" : "; the trace is incomplete");
+		struct wsp_flame_svg_options so = { .title = title, .subtitle = subtitle,
+						    .unit = metric == BY_ALLOCATIONS ? "allocations" : "bytes" };
+		int err = folded ? wsp_flame_write_folded(b.flame, out) : wsp_flame_write_svg(b.flame, &so, out);
+		if (out != stdout && fclose(out) != 0 && !err)
+			err = -errno;
+		if (err) {
+			fprintf(stderr, "wsprof: cannot write %s: %s\n", output ? output : "the output", strerror(-err));
+			rc = 1;
+		} else if (out != stdout) {
+			fprintf(stderr, "wsprof: wrote %s\n", output);
+		}
+	}
+	free(b.labels);
+	free(b.text);
+	wsp_flame_free(b.flame);
+	wsp_loaded_free(&l);
+	return rc;
+}
