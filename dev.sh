@@ -41,12 +41,20 @@ demo() {
 	mkdir -p "$out"
 	rm -f "$out/example.wsp" "$out"/example.wsp.*
 	"$BUILD/analyzer/wsprof" record -o "$out/example.wsp" -- "$BUILD/examples/cache_server" 4 2000
-	"$BUILD/analyzer/wsprof" report summary "$out/example.wsp" >"$out/report.txt"
-	"$BUILD/analyzer/wsprof" report summary --json "$out/example.wsp" >"$out/report.json"
+	w="$BUILD/analyzer/wsprof"
+	{
+		"$w" report summary "$out/example.wsp"
+		echo
+		"$w" report callsites --top 10 "$out/example.wsp"
+		echo
+		"$w" report leaks --top 5 "$out/example.wsp"
+	} >"$out/report.txt"
+	"$w" report summary --json "$out/example.wsp" >"$out/report.json"
+	"$w" report flame "$out/example.wsp" -o "$out/flame.svg" 2>/dev/null
 	cat "$out/report.txt"
 	echo
 	echo "dev.sh: trace  $(pwd)/$out/example.wsp"
-	echo "dev.sh: report $(pwd)/$out/report.txt (and report.json)"
+	echo "dev.sh: report $(pwd)/$out/report.txt (and report.json, flame.svg)"
 }
 
 case "${1:-}" in

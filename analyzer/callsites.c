@@ -434,7 +434,7 @@ int wsp_cmd_leaks(int argc, char **argv)
 			print_stack(&l, r.v[i].stack, "      ");
 		}
 		if (shown < n)
-			printf("\n  ... %zu more stacks (--top 0 shows all)\n", n - shown);
+			printf("\n  ... %zu more stack%s (--top 0 shows all)\n", n - shown, n - shown == 1 ? "" : "s");
 	}
 	free(r.v);
 	wsp_loaded_free(&l);
