@@ -258,3 +258,44 @@ Test(symbols, the_flame_graph_names_functions_and_sums_their_bytes)
 	free(svg);
 	wt_recording_free(&rec);
 }
+
+Test(symbols, debug_info_in_a_separate_debuglink_file_is_found)
+{
+	const char *dir = wt_test_dir();
+	char *orig = wt_prog("alloc_sites"), *copy = wt_path(dir, "sites_split"), *debug = wt_path(dir, "sites_split.debug");
+	char *lib = wt_prog("libsites.so"), *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json");
+	size_t len;
+	char *bytes = wt_read_file(orig, &len);
+	cr_assert(bytes && wt_write_file(copy, bytes, len) == 0);
+	free(bytes);
+	cr_assert_eq(chmod(copy, 0755), 0);
+	/* As distributions ship it: the debug info apart, the program pointing at it by name. */
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ "/usr/bin/objcopy", "--only-keep-debug", copy, debug, NULL });
+	wt_assert_status(&r, 0, "objcopy --only-keep-debug");
+	wt_result_free(&r);
+	char *link = wt_path(dir, "sites_split.debug");
+	char arg[4200];
+	snprintf(arg, sizeof arg, "--add-gnu-debuglink=%s", link);
+	wt_run(&r, (const char *[]){ "/usr/bin/objcopy", "--strip-debug", "--strip-unneeded", arg, copy, NULL });
+	wt_assert_status(&r, 0, "objcopy --strip-debug --add-gnu-debuglink");
+	wt_result_free(&r);
+
+	wt_run(&r, (const char *[]){ wt_wsprof(), "record", "-o", trace, "--", copy, expect, lib, NULL });
+	wt_assert_status(&r, 0, "wsprof record of the split program");
+	wt_result_free(&r);
+	struct wt_json *j = report(trace, (const char *[]){ "callsites", "--top", "0", NULL }, &r);
+	const struct wt_json *s = find(wt_json_get(j, "sites"), "function", "peak_holder");
+	cr_assert(s, "peak_holder not named from the debuglink file:\n%s", r.out);
+	cr_expect_eq(wt_u64(s, "line"), line_of("alloc_sites.cc", "SITE:peak"));
+	cr_expect_str_eq(r.err, "", "warnings:\n%s", r.err);
+	wt_json_free(j);
+	wt_result_free(&r);
+	free(link);
+	free(expect);
+	free(trace);
+	free(lib);
+	free(debug);
+	free(copy);
+	free(orig);
+}
