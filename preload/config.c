@@ -67,4 +67,5 @@ void wsp_config_load(void)
 	wsp_cfg.stack_depth = env_uint("WSPROF_STACK_DEPTH", 1, 256, 64);
 	wsp_cfg.flush_ms = env_uint("WSPROF_FLUSH_MS", 1, 60000, 200);
 	wsp_cfg.follow = env_uint("WSPROF_FOLLOW", 0, 1, 1) != 0;
+	wsp_cfg.cuda_stream_times = env_uint("WSPROF_CUDA_STREAM_TIMES", 0, 1, 0) != 0;
 }

@@ -350,8 +350,19 @@ static uint8_t *put_addr(struct wsp_thread *t, uint8_t *p, const void *addr)
 	return p;
 }
 
+/* CUDA fields appended to ALLOC, FAIL and FREE (format 1.1). */
+static uint8_t *put_tag(uint8_t *p, const struct wsp_cuda_tag *tag, bool handle)
+{
+	p = wsp_put_varint(p, (uint64_t)(tag->device + 1));
+	p = wsp_put_varint(p, tag->stream);
+	if (handle)
+		p = wsp_put_varint(p, tag->handle);
+	return p;
+}
+
 /* An allocation or a failure: both carry the caller's stack. */
-static void record_with_stack(unsigned type, unsigned kind, unsigned op, const void *addr, size_t size)
+static void record_with_stack(unsigned type, unsigned kind, unsigned op, const void *addr, size_t size,
+			      const struct wsp_cuda_tag *tag)
 {
 	struct wsp_thread *t = wsp_thread_self();
 	if (!t)
@@ -373,21 +384,35 @@ static void record_with_stack(unsigned type, unsigned kind, unsigned op, const v
 		p = put_addr(t, p, addr);
 	p = wsp_put_varint(p, size);
 	p = wsp_put_varint(p, stack);
+	if (tag)
+		p = put_tag(p, tag, true);
 	wsp_event_end(t, wsp_record_close(p, &m), true);
 }
 
 void wsp_record_alloc(unsigned kind, unsigned op, const void *addr, size_t size)
 {
-	record_with_stack(WSP_REC_ALLOC, kind, op, addr, size);
+	record_with_stack(WSP_REC_ALLOC, kind, op, addr, size, NULL);
 }
 
 void wsp_record_fail(unsigned kind, unsigned op, size_t size)
 {
-	record_with_stack(WSP_REC_FAIL, kind, op, NULL, size);
+	record_with_stack(WSP_REC_FAIL, kind, op, NULL, size, NULL);
 }
 
-/* FREE, MOVE and UNMAP: an address and an optional size, no stack. */
-static void record_release(unsigned type, unsigned kind, unsigned op, const void *addr, size_t size)
+void wsp_record_cuda_alloc(unsigned kind, unsigned op, uint64_t addr, size_t size, const struct wsp_cuda_tag *tag)
+{
+	record_with_stack(WSP_REC_ALLOC, kind, op, (const void *)(uintptr_t)addr, size, tag);
+}
+
+void wsp_record_cuda_fail(unsigned kind, unsigned op, size_t size, const struct wsp_cuda_tag *tag)
+{
+	record_with_stack(WSP_REC_FAIL, kind, op, NULL, size, tag);
+}
+
+/* FREE, MOVE, UNMAP and STREAM_REACHED: an address, an optional size (or
+ * stream), no stack. */
+static void record_release(unsigned type, unsigned kind, unsigned op, const void *addr, uint64_t size,
+			   const struct wsp_cuda_tag *tag)
 {
 	struct wsp_thread *t = wsp_thread_self();
 	if (!t)
@@ -403,22 +428,54 @@ static void record_release(unsigned type, unsigned kind, unsigned op, const void
 	p = put_addr(t, p, addr);
 	if (type != WSP_REC_FREE)
 		p = wsp_put_varint(p, size);
-	wsp_event_end(t, wsp_record_close(p, &m), true);
+	else if (tag)
+		p = put_tag(p, tag, false);
+	wsp_event_end(t, wsp_record_close(p, &m), type != WSP_REC_STREAM_REACHED);
 }
 
 void wsp_record_free(unsigned kind, unsigned op, const void *addr)
 {
-	record_release(WSP_REC_FREE, kind, op, addr, 0);
+	record_release(WSP_REC_FREE, kind, op, addr, 0, NULL);
+}
+
+void wsp_record_cuda_free(unsigned kind, unsigned op, uint64_t addr, const struct wsp_cuda_tag *tag)
+{
+	record_release(WSP_REC_FREE, kind, op, (const void *)(uintptr_t)addr, 0, tag);
 }
 
 void wsp_record_move(unsigned kind, unsigned op, const void *addr, size_t old_size)
 {
-	record_release(WSP_REC_MOVE, kind, op, addr, old_size);
+	record_release(WSP_REC_MOVE, kind, op, addr, old_size, NULL);
 }
 
 void wsp_record_unmap(const void *addr, size_t len)
 {
-	record_release(WSP_REC_UNMAP, WSPROF_KIND_MMAP, WSPROF_OP_MUNMAP, addr, len);
+	record_release(WSP_REC_UNMAP, WSPROF_KIND_MMAP, WSPROF_OP_MUNMAP, addr, len, NULL);
+}
+
+void wsp_record_range_release(unsigned kind, unsigned op, uint64_t addr, size_t len)
+{
+	record_release(WSP_REC_UNMAP, kind, op, (const void *)(uintptr_t)addr, len, NULL);
+}
+
+void wsp_record_stream_reached(unsigned kind, unsigned op, uint64_t addr, uint64_t stream)
+{
+	record_release(WSP_REC_STREAM_REACHED, kind, op, (const void *)(uintptr_t)addr, stream, NULL);
+}
+
+void wsp_record_device_memory(int device, uint64_t free_bytes, uint64_t total_bytes)
+{
+	struct wsp_thread *t = wsp_thread_self();
+	uint8_t *p = t ? wsp_event_begin(t, WSP_EVENT_RECORD_MAX) : NULL;
+	if (!p)
+		return;
+	struct wsp_record_mark m;
+	p = wsp_record_open(p, WSP_REC_DEVICE_MEMORY, WSP_EVENT_RECORD_MAX - 2, &m);
+	p = wsp_event_stamp(t, p);
+	p = wsp_put_varint(p, (uint64_t)(device + 1));
+	p = wsp_put_varint(p, free_bytes);
+	p = wsp_put_varint(p, total_bytes);
+	wsp_event_end(t, wsp_record_close(p, &m), false);
 }
 
 void wsp_record_fork(pid_t child)

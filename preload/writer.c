@@ -258,8 +258,14 @@ static void *writer_main(void *arg)
 			;
 		wake_pending = false;
 		pthread_mutex_unlock(&wake_lock);
+		bool due = passed(&next);
+		if (due) { /* device memory samples go out with this flush */
+			wsp_tls.writing = true;
+			wsp_cuda_sample();
+			wsp_tls.writing = false;
+		}
 		pthread_mutex_lock(&write_lock);
-		if (passed(&next) || since_sync >= SYNC_BYTES) {
+		if (due || since_sync >= SYNC_BYTES) {
 			wsp_writer_flush_locked();
 			deadline_after(&next, wsp_cfg.flush_ms);
 		} else {

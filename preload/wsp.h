@@ -12,6 +12,7 @@
  *   process.c    start, exit, fork and exec
  *   fds.c        wsprof's own descriptors, kept high
  *   hooks_libc.c the malloc family and mmap/munmap/mremap
+ *   hooks_cuda.c CUDA driver allocations by every route, the CUDA runtime's failures
  *
  * Reentrancy rule for every file: code that runs inside a hook sets the
  * calling thread's guard (wsp_tls.guard) for its whole duration, so that any
@@ -48,6 +49,8 @@ extern _Atomic int wsp_state;
 struct wsp_tls {
 	int guard;                 /* >0 while inside wsprof on this thread */
 	bool writing;              /* holds the writer lock: must never wait for the writer */
+	int cuda_depth;            /* inside a CUDA runtime entry point */
+	bool cuda_recorded;        /* ... and the driver level recorded its outcome */
 	struct wsp_thread *thread; /* this thread's recorder state, lazily made */
 };
 extern WSP_TLS struct wsp_tls wsp_tls;
@@ -64,6 +67,7 @@ struct wsp_config {
 	unsigned stack_depth; /* WSPROF_STACK_DEPTH, 1..256 */
 	unsigned flush_ms;    /* WSPROF_FLUSH_MS, 1..60000 */
 	bool follow;          /* WSPROF_FOLLOW: trace forked children and exec'd programs */
+	bool cuda_stream_times; /* WSPROF_CUDA_STREAM_TIMES: also record when streams reach async calls */
 };
 extern struct wsp_config wsp_cfg;
 
@@ -168,6 +172,20 @@ void wsp_record_move(unsigned kind, unsigned op, const void *addr, size_t old_si
 void wsp_record_fail(unsigned kind, unsigned op, size_t size);
 void wsp_record_unmap(const void *addr, size_t len);
 void wsp_record_fork(pid_t child);
+
+/* CUDA: which device (-1: unknown), stream and VMM handle an event concerns. */
+struct wsp_cuda_tag {
+	int device;
+	uint64_t stream;
+	uint64_t handle;
+};
+void wsp_record_cuda_alloc(unsigned kind, unsigned op, uint64_t addr, size_t size, const struct wsp_cuda_tag *tag);
+void wsp_record_cuda_fail(unsigned kind, unsigned op, size_t size, const struct wsp_cuda_tag *tag);
+void wsp_record_cuda_free(unsigned kind, unsigned op, uint64_t addr, const struct wsp_cuda_tag *tag);
+/* Release an address range of a range kind (mmap, CUDA VMM mappings and reservations). */
+void wsp_record_range_release(unsigned kind, unsigned op, uint64_t addr, size_t len);
+void wsp_record_stream_reached(unsigned kind, unsigned op, uint64_t addr, uint64_t stream);
+void wsp_record_device_memory(int device, uint64_t free_bytes, uint64_t total_bytes);
 void wsp_record_exec(const char *path);
 
 /* ---- stacks.c ------------------------------------------------------- */
@@ -211,6 +229,12 @@ void wsp_modules_reset(void);
 bool wsp_addr_in_self(uintptr_t ip);
 void wsp_modules_lock(void);
 void wsp_modules_unlock(void);
+
+/* ---- hooks_cuda.c ---------------------------------------------------- */
+
+/* Record the free memory of every device the program allocated on, from
+ * the writer thread, borrowing the program's context (never creating one). */
+void wsp_cuda_sample(void);
 
 /* ---- fds.c ---------------------------------------------------------- */
 

@@ -38,16 +38,18 @@ enum wsp_record_type {
 	WSP_REC_MOVE = 0x12,
 	WSP_REC_FAIL = 0x13,
 	WSP_REC_UNMAP = 0x14,
+	WSP_REC_STREAM_REACHED = 0x19,
 	WSP_REC_STACK = 0x20,
 	WSP_REC_MODULE_LOAD = 0x28,
 	WSP_REC_MODULE_UNLOAD = 0x29,
 	WSP_REC_FORK = 0x30,
 	WSP_REC_EXEC = 0x31,
+	WSP_REC_DEVICE_MEMORY = 0x40,
 	WSP_REC_FOOTER = 0x3F,
 };
 
-/* Largest encoded event record (type, length and 7 varints of 10 bytes). */
-#define WSP_EVENT_RECORD_MAX 80
+/* Largest encoded event record (type, length and 10 varints of 10 bytes). */
+#define WSP_EVENT_RECORD_MAX 110
 
 static inline void wsp_put_le32(uint8_t *p, uint32_t v)
 {

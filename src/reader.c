@@ -99,6 +99,7 @@ const char *wsprof_strerror(int err)
 
 static const char *const kind_names[WSPROF_KIND_COUNT] = {
 	"heap", "mmap", "cuda_device", "cuda_managed", "cuda_host", "cuda_vmm", "pool",
+	"cuda_vmm_mapped", "cuda_vmm_reserved",
 };
 
 const char *wsprof_kind_name(unsigned kind)
@@ -109,6 +110,12 @@ const char *wsprof_kind_name(unsigned kind)
 static const char *const op_names[WSPROF_OP_COUNT] = {
 	"malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
 	"memalign", "valloc", "pvalloc", "free", "cfree", "mmap", "munmap", "mremap",
+	"cuMemAlloc", "cuMemAllocPitch", "cuMemFree", "cuMemAllocManaged", "cuMemAllocHost",
+	"cuMemHostAlloc", "cuMemFreeHost", "cuMemHostRegister", "cuMemHostUnregister",
+	"cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemCreate", "cuMemRelease",
+	"cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree",
+	"cudaMalloc", "cudaMallocPitch", "cudaMallocManaged", "cudaMallocHost", "cudaHostAlloc",
+	"cudaHostRegister", "cudaMallocAsync", "cudaMallocFromPoolAsync",
 };
 
 const char *wsprof_op_name(unsigned op)
@@ -330,6 +337,7 @@ static struct pending *pending_push(wsprof_trace *t, struct segment *s, struct w
 	p->ev.seq = s->seq;
 	p->ev.time_ns = s->time;
 	p->ev.tid = s->tid;
+	p->ev.device = -1;
 	if (s->time > t->last_time)
 		t->last_time = s->time;
 	return p;
@@ -339,6 +347,16 @@ static uint64_t get_addr(struct segment *s, struct wsp_cursor *r)
 {
 	s->addr += (uint64_t)wsp_unzigzag(wsp_get_field(r));
 	return s->addr;
+}
+
+/* CUDA events append the device (+1, 0: none), the stream and, for
+ * allocations, the VMM handle a mapping maps (format 1.1). */
+static void get_cuda_fields(wsprof_event *ev, struct wsp_cursor *r, bool handle)
+{
+	ev->device = (int)wsp_get_field(r) - 1;
+	ev->stream = wsp_get_field(r);
+	if (handle)
+		ev->handle = wsp_get_field(r);
 }
 
 static int decode_module_load(struct pending *p, struct wsp_cursor *r)
@@ -384,6 +402,7 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 			p->ev.addr = get_addr(s, r);
 		p->ev.size = wsp_get_field(r);
 		p->ev.stack = wsp_get_field(r);
+		get_cuda_fields(&p->ev, r, true);
 		break;
 	case WSP_REC_FREE:
 	case WSP_REC_MOVE:
@@ -395,6 +414,21 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		p->ev.addr = get_addr(s, r);
 		if (type != WSP_REC_FREE)
 			p->ev.size = wsp_get_field(r);
+		else
+			get_cuda_fields(&p->ev, r, false);
+		break;
+	case WSP_REC_STREAM_REACHED:
+		p->ev.type = WSPROF_EV_STREAM_REACHED;
+		p->ev.kind = (unsigned)wsp_get_field(r);
+		p->ev.op = (unsigned)wsp_get_field(r);
+		p->ev.addr = get_addr(s, r);
+		p->ev.stream = wsp_get_field(r);
+		break;
+	case WSP_REC_DEVICE_MEMORY:
+		p->ev.type = WSPROF_EV_DEVICE_MEMORY;
+		p->ev.device = (int)wsp_get_field(r) - 1;
+		p->ev.device_free = wsp_get_field(r);
+		p->ev.device_total = wsp_get_field(r);
 		break;
 	case WSP_REC_MODULE_LOAD:
 		err = decode_module_load(p, r);
@@ -495,7 +529,7 @@ static int decode_some(wsprof_trace *t)
 		}
 		case WSP_REC_ALLOC: case WSP_REC_FREE: case WSP_REC_MOVE: case WSP_REC_FAIL:
 		case WSP_REC_UNMAP: case WSP_REC_MODULE_LOAD: case WSP_REC_MODULE_UNLOAD:
-		case WSP_REC_FORK: case WSP_REC_EXEC:
+		case WSP_REC_FORK: case WSP_REC_EXEC: case WSP_REC_STREAM_REACHED: case WSP_REC_DEVICE_MEMORY:
 			if (!seg->open)
 				return WSPROF_E_CORRUPT;
 			err = decode_event(t, seg, type, &r);

@@ -33,7 +33,7 @@ extern "C" {
 
 /* Trace format version this reader writes and understands (doc/trace-format.md). */
 #define WSPROF_FORMAT_MAJOR 1
-#define WSPROF_FORMAT_MINOR 0
+#define WSPROF_FORMAT_MINOR 1
 
 enum wsprof_error {
 	WSPROF_E_NOT_TRACE = -4097, /* the file is not a wsprof trace */
@@ -54,7 +54,11 @@ enum wsprof_kind {
 	WSPROF_KIND_CUDA_HOST = 4,
 	WSPROF_KIND_CUDA_VMM = 5,
 	WSPROF_KIND_POOL = 6,
-	WSPROF_KIND_COUNT = 7
+	/* Address ranges of the CUDA virtual memory API: mapped onto physical
+	 * cuda_vmm allocations, and reserved. Reports show them with cuda_vmm. */
+	WSPROF_KIND_CUDA_VMM_MAPPED = 7,
+	WSPROF_KIND_CUDA_VMM_RESERVED = 8,
+	WSPROF_KIND_COUNT = 9
 };
 
 /* @return the kind's name as used in reports ("heap", "mmap", ...), or NULL. */
@@ -64,7 +68,19 @@ enum wsprof_op {
 	WSPROF_OP_MALLOC = 0, WSPROF_OP_CALLOC, WSPROF_OP_REALLOC, WSPROF_OP_REALLOCARRAY,
 	WSPROF_OP_POSIX_MEMALIGN, WSPROF_OP_ALIGNED_ALLOC, WSPROF_OP_MEMALIGN, WSPROF_OP_VALLOC,
 	WSPROF_OP_PVALLOC, WSPROF_OP_FREE, WSPROF_OP_CFREE, WSPROF_OP_MMAP, WSPROF_OP_MUNMAP,
-	WSPROF_OP_MREMAP, WSPROF_OP_COUNT
+	WSPROF_OP_MREMAP,
+	/* CUDA driver API */
+	WSPROF_OP_CU_MEM_ALLOC, WSPROF_OP_CU_MEM_ALLOC_PITCH, WSPROF_OP_CU_MEM_FREE,
+	WSPROF_OP_CU_MEM_ALLOC_MANAGED, WSPROF_OP_CU_MEM_ALLOC_HOST, WSPROF_OP_CU_MEM_HOST_ALLOC,
+	WSPROF_OP_CU_MEM_FREE_HOST, WSPROF_OP_CU_MEM_HOST_REGISTER, WSPROF_OP_CU_MEM_HOST_UNREGISTER,
+	WSPROF_OP_CU_MEM_ALLOC_ASYNC, WSPROF_OP_CU_MEM_ALLOC_FROM_POOL_ASYNC, WSPROF_OP_CU_MEM_FREE_ASYNC,
+	WSPROF_OP_CU_MEM_CREATE, WSPROF_OP_CU_MEM_RELEASE, WSPROF_OP_CU_MEM_MAP, WSPROF_OP_CU_MEM_UNMAP,
+	WSPROF_OP_CU_MEM_ADDRESS_RESERVE, WSPROF_OP_CU_MEM_ADDRESS_FREE,
+	/* CUDA runtime entry points: only failures that never reached the driver */
+	WSPROF_OP_CUDA_MALLOC, WSPROF_OP_CUDA_MALLOC_PITCH, WSPROF_OP_CUDA_MALLOC_MANAGED,
+	WSPROF_OP_CUDA_MALLOC_HOST, WSPROF_OP_CUDA_HOST_ALLOC, WSPROF_OP_CUDA_HOST_REGISTER,
+	WSPROF_OP_CUDA_MALLOC_ASYNC, WSPROF_OP_CUDA_MALLOC_FROM_POOL_ASYNC,
+	WSPROF_OP_COUNT
 };
 
 /* @return the operation's name ("malloc", "posix_memalign", ...), or NULL. */
@@ -80,6 +96,8 @@ enum wsprof_event_type {
 	WSPROF_EV_MODULE_UNLOAD, /* addr (load bias) */
 	WSPROF_EV_FORK,       /* child_pid */
 	WSPROF_EV_EXEC,       /* path */
+	WSPROF_EV_DEVICE_MEMORY, /* device, device_free, device_total: a sample */
+	WSPROF_EV_STREAM_REACHED, /* kind, op, addr, stream: a stream got to an async alloc/free */
 };
 
 typedef struct wsprof_event {
@@ -92,6 +110,10 @@ typedef struct wsprof_event {
 	uint64_t addr;
 	uint64_t size;
 	uint64_t stack;      /* stack id for wsprof_trace_stack(), 0: none */
+	int device;          /* CUDA device ordinal, -1: none */
+	uint64_t stream;     /* CUDA stream of a stream-ordered call, 0: none */
+	uint64_t handle;     /* CUDA VMM: the physical allocation a mapping maps */
+	uint64_t device_free, device_total;
 	uint32_t child_pid;
 	const char *path;    /* valid until the next wsprof_trace_next() */
 	const uint8_t *build_id;

@@ -6,6 +6,7 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -48,7 +49,10 @@ Test(summary_json, process_and_recorder_as_recorded)
 	bool follow = true;
 	cr_expect(wt_json_bool(s, "recorder.follow", &follow) && !follow, "recorder.follow is false with --no-follow");
 	const char *format = wt_json_str(s, "recorder.format");
-	cr_expect(format && strcmp(format, "1.0") == 0, "recorder.format is %s", format ? format : "missing");
+	char written[16];
+	snprintf(written, sizeof written, "%d.%d", WSPROF_FORMAT_MAJOR, WSPROF_FORMAT_MINOR);
+	cr_expect(format && strcmp(format, written) == 0, "recorder.format is %s, not %s", format ? format : "missing",
+		  written);
 
 	wsprof_trace_close(t);
 	wt_json_free(s);
