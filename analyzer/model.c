@@ -32,6 +32,12 @@ struct stash {
 	size_t n, cap;
 };
 
+/* Address ranges of one kind, sorted by addr, non-overlapping. */
+struct range_set {
+	struct wsp_block *v;
+	size_t n, cap;
+};
+
 struct caller_slot {
 	uint64_t stack;  /* 0: empty */
 	int8_t ok;
@@ -57,8 +63,10 @@ struct wsp_model {
 	struct wsp_block *heap;      /* hash table, addr 0 = empty */
 	size_t heap_cap, heap_used;
 
-	struct wsp_block *ranges;    /* sorted by addr, non-overlapping */
-	size_t nranges, ranges_cap;
+	struct range_set ranges[3];  /* mmap, CUDA VMM mappings, CUDA VMM reservations */
+
+	struct wsp_device_stats *devices;
+	size_t ndevices, devices_cap;
 
 	struct stash *stashes;
 	size_t nstashes;
@@ -109,7 +117,9 @@ void wsp_model_free(struct wsp_model *m)
 		free(m->stashes[i].blocks);
 	free(m->stashes);
 	free(m->heap);
-	free(m->ranges);
+	for (size_t i = 0; i < 3; i++)
+		free(m->ranges[i].v);
+	free(m->devices);
 	free(m->ccache);
 	free(m->sites);
 	free(m->site_index);
@@ -316,14 +326,38 @@ static void heap_remove(struct wsp_model *m, struct wsp_block *slot)
 	m->heap_used--;
 }
 
-/* ---- mmap ranges ------------------------------------------------------ */
+/* ---- address ranges (mmap, CUDA VMM) ------------------------------------ */
 
-static size_t range_first_after(const struct wsp_model *m, uint64_t addr)
+static struct range_set *ranges_of(struct wsp_model *m, unsigned kind)
 {
-	size_t lo = 0, hi = m->nranges;
+	switch (kind) {
+	case WSPROF_KIND_MMAP: return &m->ranges[0];
+	case WSPROF_KIND_CUDA_VMM_MAPPED: return &m->ranges[1];
+	case WSPROF_KIND_CUDA_VMM_RESERVED: return &m->ranges[2];
+	default: return NULL;
+	}
+}
+
+/* Blocks found by address share one table, in three name spaces: memory
+ * (heap, device, managed, pinned host), registered host ranges (a malloc'd
+ * buffer may also be registered) and VMM handles (opaque numbers). */
+static uint64_t block_key(unsigned kind, unsigned op, uint64_t addr)
+{
+	uint64_t space = 0;
+	if (kind == WSPROF_KIND_CUDA_VMM)
+		space = 2;
+	else if (kind == WSPROF_KIND_CUDA_HOST &&
+		 (op == WSPROF_OP_CU_MEM_HOST_REGISTER || op == WSPROF_OP_CU_MEM_HOST_UNREGISTER))
+		space = 1;
+	return addr ^ space << 62;
+}
+
+static size_t range_first_after(const struct range_set *rs, uint64_t addr)
+{
+	size_t lo = 0, hi = rs->n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (m->ranges[mid].addr + m->ranges[mid].size <= addr)
+		if (rs->v[mid].addr + rs->v[mid].size <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -331,13 +365,13 @@ static size_t range_first_after(const struct wsp_model *m, uint64_t addr)
 	return lo; /* first range ending after addr */
 }
 
-static int range_insert_at(struct wsp_model *m, size_t i, const struct wsp_block *b)
+static int range_insert_at(struct range_set *rs, size_t i, const struct wsp_block *b)
 {
-	if (wsp_grow(&m->ranges, &m->ranges_cap, m->nranges + 1, sizeof *m->ranges))
+	if (wsp_grow(&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v))
 		return -ENOMEM;
-	memmove(m->ranges + i + 1, m->ranges + i, (m->nranges - i) * sizeof *m->ranges);
-	m->ranges[i] = *b;
-	m->nranges++;
+	memmove(rs->v + i + 1, rs->v + i, (rs->n - i) * sizeof *rs->v);
+	rs->v[i] = *b;
+	rs->n++;
 	return 0;
 }
 
@@ -350,24 +384,23 @@ static int stash_add(struct stash *s, const struct wsp_block *b)
 }
 
 /* Is any piece of r's mapping still live? */
-static bool origin_alive(const struct wsp_model *m, const struct wsp_block *r)
+static bool origin_alive(const struct range_set *rs, const struct wsp_block *r)
 {
-	for (size_t i = range_first_after(m, r->origin);
-	     i < m->nranges && m->ranges[i].addr < r->origin + r->origin_size; i++)
-		if (m->ranges[i].origin == r->origin)
+	for (size_t i = range_first_after(rs, r->origin); i < rs->n && rs->v[i].addr < r->origin + r->origin_size; i++)
+		if (rs->v[i].origin == r->origin)
 			return true;
 	return false;
 }
 
-/* Release [addr, addr+len) from the mmap ranges. Pieces go to `into` when
+/* Release [addr, addr+len) from a range set. Pieces go to `into` when
  * given (a MOVE); otherwise a mapping whose last piece goes counts as one
  * free. */
-static int range_cut(struct wsp_model *m, uint64_t addr, uint64_t len, struct stash *into)
+static int range_cut(struct wsp_model *m, struct range_set *rs, uint64_t addr, uint64_t len, struct stash *into)
 {
 	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
-	size_t i = range_first_after(m, addr);
-	while (i < m->nranges && m->ranges[i].addr < end) {
-		struct wsp_block r = m->ranges[i];
+	size_t i = range_first_after(rs, addr);
+	while (i < rs->n && rs->v[i].addr < end) {
+		struct wsp_block r = rs->v[i];
 		uint64_t lo = r.addr > addr ? r.addr : addr;
 		uint64_t hi = r.addr + r.size < end ? r.addr + r.size : end;
 		struct wsp_block piece = r, left = r, right = r;
@@ -377,16 +410,16 @@ static int range_cut(struct wsp_model *m, uint64_t addr, uint64_t len, struct st
 		right.addr = hi;
 		right.size = r.addr + r.size - hi;
 		sub_live(m, &r, piece.size, 0);
-		memmove(m->ranges + i, m->ranges + i + 1, (m->nranges - i - 1) * sizeof *m->ranges);
-		m->nranges--;
+		memmove(rs->v + i, rs->v + i + 1, (rs->n - i - 1) * sizeof *rs->v);
+		rs->n--;
 		/* What is left of r on either side stays live, as part of r's mapping. */
-		if (left.size && range_insert_at(m, i++, &left))
+		if (left.size && range_insert_at(rs, i++, &left))
 			return -ENOMEM;
-		if (right.size && range_insert_at(m, i++, &right))
+		if (right.size && range_insert_at(rs, i++, &right))
 			return -ENOMEM;
 		if (into && stash_add(into, &piece))
 			return -ENOMEM;
-		if (!origin_alive(m, &r)) {
+		if (!origin_alive(rs, &r)) {
 			sub_live(m, &r, 0, 1);
 			if (into)
 				into->blocks_gone += !r.excluded;
@@ -397,10 +430,10 @@ static int range_cut(struct wsp_model *m, uint64_t addr, uint64_t len, struct st
 	return 0;
 }
 
-static int range_add(struct wsp_model *m, const struct wsp_block *b)
+static int range_add(struct wsp_model *m, struct range_set *rs, const struct wsp_block *b)
 {
-	int err = range_cut(m, b->addr, b->size, NULL); /* MAP_FIXED over old maps */
-	return err ? err : range_insert_at(m, range_first_after(m, b->addr), b);
+	int err = range_cut(m, rs, b->addr, b->size, NULL); /* MAP_FIXED over old maps */
+	return err ? err : range_insert_at(rs, range_first_after(rs, b->addr), b);
 }
 
 /* ---- realloc/mremap in flight ----------------------------------------- */
@@ -533,10 +566,12 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 		m->sites[site].bytes += ev->size;
 	}
 	int err;
-	if (ev->kind == WSPROF_KIND_MMAP) {
-		err = range_add(m, &b);
+	struct range_set *rs = ranges_of(m, ev->kind);
+	if (rs) {
+		err = range_add(m, rs, &b);
 	} else {
-		struct wsp_block *old = heap_find(m, ev->addr);
+		b.addr = block_key(ev->kind, ev->op, ev->addr);
+		struct wsp_block *old = heap_find(m, b.addr);
 		if (old) { /* its free was not seen: it is gone all the same */
 			lose(m, old);
 			heap_remove(m, old);
@@ -555,7 +590,7 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 
 static void apply_free(struct wsp_model *m, const wsprof_event *ev, struct stash *into)
 {
-	struct wsp_block *b = heap_find(m, ev->addr);
+	struct wsp_block *b = heap_find(m, block_key(ev->kind, ev->op, ev->addr));
 	if (!b) {
 		if (!into)
 			m->untracked_frees++;
@@ -575,11 +610,11 @@ static int apply_fail(struct wsp_model *m, wsprof_trace *t, const wsprof_event *
 	if (s) {
 		for (size_t i = 0; i < s->n; i++) {
 			const struct wsp_block *b = &s->blocks[i];
-			bool piece = b->kind == WSPROF_KIND_MMAP;
-			int err = piece ? range_add(m, b) : heap_insert(m, b);
+			struct range_set *rs = ranges_of(m, b->kind);
+			int err = rs ? range_add(m, rs, b) : heap_insert(m, b);
 			if (err)
 				return err;
-			add_live(m, b, b->size, !piece, ev->time_ns);
+			add_live(m, b, b->size, !rs, ev->time_ns);
 		}
 		if (s->n)
 			m->kinds[s->blocks[0].kind].live_blocks += s->blocks_gone;
@@ -593,6 +628,29 @@ static int apply_fail(struct wsp_model *m, wsprof_trace *t, const wsprof_event *
 		if (site < 0)
 			return (int)site;
 		m->sites[site].failed++;
+	}
+	return 0;
+}
+
+/* A sample of a device's free memory. */
+static int note_device(struct wsp_model *m, const wsprof_event *ev)
+{
+	struct wsp_device_stats *d = NULL;
+	for (size_t i = 0; i < m->ndevices && !d; i++)
+		if (m->devices[i].device == ev->device)
+			d = &m->devices[i];
+	if (!d) {
+		if (wsp_grow(&m->devices, &m->devices_cap, m->ndevices + 1, sizeof *m->devices))
+			return -ENOMEM;
+		d = &m->devices[m->ndevices++];
+		*d = (struct wsp_device_stats){ .device = ev->device, .free_min = UINT64_MAX };
+	}
+	d->samples++;
+	d->total = ev->device_total;
+	d->free_last = ev->device_free;
+	if (ev->device_free < d->free_min) {
+		d->free_min = ev->device_free;
+		d->free_min_time_ns = ev->time_ns;
 	}
 	return 0;
 }
@@ -614,15 +672,20 @@ int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev
 		struct stash *s = stash_of(m, ev->tid, true);
 		if (!s)
 			return -ENOMEM;
-		if (ev->kind == WSPROF_KIND_MMAP)
-			return range_cut(m, ev->addr, ev->size, s);
+		struct range_set *rs = ranges_of(m, ev->kind);
+		if (rs)
+			return range_cut(m, rs, ev->addr, ev->size, s);
 		apply_free(m, ev, s);
 		return 0;
 	}
 	case WSPROF_EV_FAIL:
 		return apply_fail(m, t, ev);
-	case WSPROF_EV_UNMAP:
-		return range_cut(m, ev->addr, ev->size, NULL);
+	case WSPROF_EV_UNMAP: {
+		struct range_set *rs = ranges_of(m, ev->kind);
+		return rs ? range_cut(m, rs, ev->addr, ev->size, NULL) : 0;
+	}
+	case WSPROF_EV_DEVICE_MEMORY:
+		return note_device(m, ev);
 	case WSPROF_EV_FORK:
 		if (wsp_grow(&m->children, &m->children_cap, m->nchildren + 1, sizeof *m->children))
 			return -ENOMEM;
@@ -658,6 +721,12 @@ size_t wsp_model_children(const struct wsp_model *m, const uint32_t **pids)
 	return m->nchildren;
 }
 
+size_t wsp_model_devices(const struct wsp_model *m, const struct wsp_device_stats **devices)
+{
+	*devices = m->devices;
+	return m->ndevices;
+}
+
 const char *wsp_model_exec(const struct wsp_model *m)
 {
 	return m->exec_path;
@@ -687,6 +756,7 @@ void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_
 	for (size_t i = 0; i < m->heap_cap; i++)
 		if (m->heap[i].addr)
 			fn(&m->heap[i], arg);
-	for (size_t i = 0; i < m->nranges; i++)
-		fn(&m->ranges[i], arg);
+	for (size_t r = 0; r < 3; r++)
+		for (size_t i = 0; i < m->ranges[r].n; i++)
+			fn(&m->ranges[r].v[i], arg);
 }

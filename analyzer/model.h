@@ -71,6 +71,13 @@ const struct wsp_kind_stats *wsp_model_kind(const struct wsp_model *m, unsigned 
 uint64_t wsp_model_untracked_frees(const struct wsp_model *m);
 uint64_t wsp_model_last_time(const struct wsp_model *m);
 
+/* A device's memory as sampled while the program ran (CUDA). */
+struct wsp_device_stats {
+	int device;
+	uint64_t total, free_min, free_min_time_ns, free_last, samples;
+};
+size_t wsp_model_devices(const struct wsp_model *m, const struct wsp_device_stats **devices);
+
 /* Children forked while tracing, and the program exec'd at the end (or NULL). */
 size_t wsp_model_children(const struct wsp_model *m, const uint32_t **pids);
 const char *wsp_model_exec(const struct wsp_model *m);

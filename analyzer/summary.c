@@ -20,6 +20,13 @@ static void usage(FILE *out)
 	      "                   May be repeated.\n", out);
 }
 
+/* CUDA VMM mappings and reservations are address space, not memory: they
+ * are told with cuda_vmm, not as kinds of their own. */
+static bool is_address_range_kind(unsigned k)
+{
+	return k == WSPROF_KIND_CUDA_VMM_MAPPED || k == WSPROF_KIND_CUDA_VMM_RESERVED;
+}
+
 static const char *status_word(const wsprof_trace_status *st)
 {
 	if (st->complete)
@@ -64,7 +71,7 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_begin_object(&j, "kinds");
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);
-		if (!s->seen)
+		if (!s->seen || is_address_range_kind(k))
 			continue;
 		wsp_json_begin_object(&j, wsprof_kind_name(k));
 		wsp_json_uint(&j, "allocations", s->allocations);
@@ -75,9 +82,33 @@ static void print_json(const struct wsp_loaded *l)
 		wsp_json_uint(&j, "leaked_bytes", s->live_bytes);
 		wsp_json_uint(&j, "leaked_blocks", s->live_blocks);
 		wsp_json_uint(&j, "total_bytes", s->total_bytes);
+		if (k == WSPROF_KIND_CUDA_VMM) {
+			const struct wsp_kind_stats *map = wsp_model_kind(l->model, WSPROF_KIND_CUDA_VMM_MAPPED);
+			const struct wsp_kind_stats *res = wsp_model_kind(l->model, WSPROF_KIND_CUDA_VMM_RESERVED);
+			wsp_json_uint(&j, "maps", map->allocations);
+			wsp_json_uint(&j, "unmaps", map->frees);
+			wsp_json_uint(&j, "mapped_peak_bytes", map->peak_bytes);
+			wsp_json_uint(&j, "mapped_bytes_at_end", map->live_bytes);
+			wsp_json_uint(&j, "reserved_peak_bytes", res->peak_bytes);
+			wsp_json_uint(&j, "reserved_bytes_at_end", res->live_bytes);
+		}
 		wsp_json_end_object(&j);
 	}
 	wsp_json_end_object(&j);
+	const struct wsp_device_stats *dev;
+	size_t ndev = wsp_model_devices(l->model, &dev);
+	wsp_json_begin_array(&j, "devices");
+	for (size_t i = 0; i < ndev; i++) {
+		wsp_json_begin_object(&j, NULL);
+		wsp_json_int(&j, "device", dev[i].device);
+		wsp_json_uint(&j, "total_bytes", dev[i].total);
+		wsp_json_uint(&j, "free_min_bytes", dev[i].free_min);
+		wsp_json_seconds(&j, "free_min_time_s", dev[i].free_min_time_ns);
+		wsp_json_uint(&j, "free_bytes_at_end", dev[i].free_last);
+		wsp_json_uint(&j, "samples", dev[i].samples);
+		wsp_json_end_object(&j);
+	}
+	wsp_json_end_array(&j);
 	wsp_json_uint(&j, "untracked_frees", wsp_model_untracked_frees(l->model));
 	const uint32_t *kids;
 	size_t n = wsp_model_children(l->model, &kids);
@@ -116,7 +147,7 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	bool any = false;
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);
-		if (!s->seen)
+		if (!s->seen || is_address_range_kind(k))
 			continue;
 		any = true;
 		printf("  %-8s %13s %13s %8s %11s %11s %13s\n", wsprof_kind_name(k),
@@ -126,6 +157,18 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	}
 	if (!any)
 		printf("  (no allocations recorded)\n");
+	const struct wsp_kind_stats *map = wsp_model_kind(l->model, WSPROF_KIND_CUDA_VMM_MAPPED);
+	const struct wsp_kind_stats *res = wsp_model_kind(l->model, WSPROF_KIND_CUDA_VMM_RESERVED);
+	if (map->seen || res->seen)
+		printf("\n  cuda_vmm address space: mapped %s at the peak, %s at the end; reserved %s at the peak, %s at the end\n",
+		       wsp_human_bytes(a, sizeof a, map->peak_bytes), wsp_human_bytes(b, sizeof b, map->live_bytes),
+		       wsp_human_bytes(c, sizeof c, res->peak_bytes), wsp_human_bytes(d, sizeof d, res->live_bytes));
+	const struct wsp_device_stats *dev;
+	size_t ndev = wsp_model_devices(l->model, &dev);
+	for (size_t i = 0; i < ndev; i++)
+		printf("%s  device %d: %s in all, %s free at the least (at %.3f s), %s free at the end\n", i ? "" : "\n",
+		       dev[i].device, wsp_human_bytes(a, sizeof a, dev[i].total), wsp_human_bytes(b, sizeof b, dev[i].free_min),
+		       (double)dev[i].free_min_time_ns / 1e9, wsp_human_bytes(c, sizeof c, dev[i].free_last));
 	uint64_t untracked = wsp_model_untracked_frees(l->model);
 	if (untracked)
 		printf("\n  untracked frees: %s (blocks allocated before tracing began, e.g. inherited across fork)\n",
