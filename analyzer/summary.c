@@ -142,7 +142,7 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	       p->tool_version);
 	if (filtered)
 		printf("  (only allocations made from the --caller modules are counted)\n\n");
-	printf("  %-8s %13s %13s %8s %11s %11s %13s\n", "kind", "allocations", "frees", "failed", "peak",
+	printf("  %-12s %13s %13s %8s %11s %11s %13s\n", "kind", "allocations", "frees", "failed", "peak",
 	       "leaked", "leaked blocks");
 	bool any = false;
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
@@ -150,7 +150,7 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 		if (!s->seen || is_address_range_kind(k))
 			continue;
 		any = true;
-		printf("  %-8s %13s %13s %8s %11s %11s %13s\n", wsprof_kind_name(k),
+		printf("  %-12s %13s %13s %8s %11s %11s %13s\n", wsprof_kind_name(k),
 		       wsp_group_digits(a, sizeof a, s->allocations), wsp_group_digits(b, sizeof b, s->frees),
 		       wsp_group_digits(c, sizeof c, s->failed), wsp_human_bytes(d, sizeof d, s->peak_bytes),
 		       wsp_human_bytes(e, sizeof e, s->live_bytes), wsp_group_digits(f, sizeof f, s->live_blocks));
