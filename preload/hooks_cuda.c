@@ -221,25 +221,6 @@ void wsp_cuda_sample(void)
 	drv.ctx_set_current(NULL);
 }
 
-/* ---- recording ---------------------------------------------------------- */
-
-static inline bool enter(void)
-{
-	if (wsp_tls.guard)
-		return false;
-	wsp_tls.guard++;
-	if (wsp_ready())
-		return true;
-	wsp_tls.guard--;
-	return false;
-}
-
-static inline void leave(int saved_errno)
-{
-	wsp_tls.guard--;
-	errno = saved_errno;
-}
-
 /* When the stream reaches an async allocation or free (WSPROF_CUDA_STREAM_TIMES=1). */
 struct reached {
 	struct reached *next;
@@ -284,7 +265,7 @@ static void note_alloc(void *real, unsigned kind, unsigned op, CUresult r, uint6
 		       CUstream stream, int device, uint64_t handle)
 {
 	int e = errno;
-	if (!enter())
+	if (!wsp_enter())
 		return;
 	wsp_tls.cuda_recorded = true;
 	bool have_drv = drv_ready(real);
@@ -298,26 +279,26 @@ static void note_alloc(void *real, unsigned kind, unsigned op, CUresult r, uint6
 		sample_current(tag.device);
 		wsp_writer_flush(); /* the program may abort right after this */
 	}
-	leave(e);
+	wsp_leave(e);
 }
 
 static void note_free(unsigned kind, unsigned op, uint64_t addr, CUstream stream)
 {
 	int e = errno;
-	if (!addr || !enter())
+	if (!addr || !wsp_enter())
 		return;
 	struct wsp_cuda_tag tag = { current_device(), (uint64_t)(uintptr_t)stream, 0 };
 	wsp_record_cuda_free(kind, op, addr, &tag);
-	leave(e);
+	wsp_leave(e);
 }
 
 static void note_range(unsigned kind, unsigned op, uint64_t addr, size_t size)
 {
 	int e = errno;
-	if (!enter())
+	if (!wsp_enter())
 		return;
 	wsp_record_range_release(kind, op, addr, size);
-	leave(e);
+	wsp_leave(e);
 }
 
 #define REAL(f, type) __typeof__(type) real = (__typeof__(type))real_of(f); if (!real) return CUDA_ERROR_NOT_INITIALIZED
@@ -586,12 +567,12 @@ WSPROF_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int v
 static void note_runtime_failure(unsigned kind, unsigned op, cudaError_t r, size_t size, bool reached)
 {
 	int e = errno;
-	if (r == 0 || reached || !enter())
+	if (r == 0 || reached || !wsp_enter())
 		return;
 	struct wsp_cuda_tag tag = { -1, 0, 0 };
 	wsp_record_cuda_fail(kind, op, size, &tag);
 	wsp_writer_flush();
-	leave(e);
+	wsp_leave(e);
 }
 
 #define RUNTIME_CALL(name, kind, op, size, sig, ...)                                  \

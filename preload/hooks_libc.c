@@ -32,43 +32,25 @@
 #define HEAP WSPROF_KIND_HEAP
 #define MMAP WSPROF_KIND_MMAP
 
-/* Enter wsprof: false if this call must not be recorded. */
-static inline bool enter(void)
-{
-	if (wsp_tls.guard)
-		return false;
-	wsp_tls.guard++;
-	if (wsp_ready())
-		return true;
-	wsp_tls.guard--;
-	return false;
-}
-
-static inline void leave(int saved_errno)
-{
-	wsp_tls.guard--;
-	errno = saved_errno;
-}
-
 static void note_alloc(unsigned kind, unsigned op, void *p, size_t size)
 {
 	int e = errno;
-	if (!enter())
+	if (!wsp_enter())
 		return;
 	if (p)
 		wsp_record_alloc(kind, op, p, size);
 	else
 		wsp_record_fail(kind, op, size);
-	leave(e);
+	wsp_leave(e);
 }
 
 static void note_release(unsigned kind, unsigned op, void *p)
 {
 	int e = errno;
-	if (!enter())
+	if (!wsp_enter())
 		return;
 	wsp_record_free(kind, op, p);
-	leave(e);
+	wsp_leave(e);
 }
 
 static inline bool need_real(void *fn)
@@ -135,23 +117,23 @@ static void *out_of_pool(void *old, size_t size)
 static void *resize(unsigned op, void *old, size_t size)
 {
 	int e = errno;
-	bool rec = enter();
+	bool rec = wsp_enter();
 	if (rec) {
 		if (size == 0)
 			wsp_record_free(HEAP, op, old);
 		else
 			wsp_record_move(HEAP, op, old, 0);
-		leave(e);
+		wsp_leave(e);
 	}
 	void *p = wsp_real.realloc(old, size);
 	if (rec && size != 0) {
 		e = errno;
-		if (enter()) {
+		if (wsp_enter()) {
 			if (p)
 				wsp_record_alloc(HEAP, op, p, size);
 			else
 				wsp_record_fail(HEAP, op, size);
-			leave(e);
+			wsp_leave(e);
 		}
 	}
 	return p;
@@ -280,9 +262,9 @@ WSPROF_EXPORT int munmap(void *addr, size_t len)
 	if (need_real((void *)wsp_real.munmap) && !wsp_real.munmap)
 		return sys_munmap(addr, len);
 	int e = errno;
-	if (len && ((uintptr_t)addr & 4095) == 0 && enter()) {
+	if (len && ((uintptr_t)addr & 4095) == 0 && wsp_enter()) {
 		wsp_record_unmap(addr, len);
-		leave(e);
+		wsp_leave(e);
 	}
 	return wsp_real.munmap(addr, len);
 }
@@ -301,21 +283,21 @@ WSPROF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags,
 	}
 	/* old_len 0 duplicates a shared mapping: the old one stays. */
 	int e = errno;
-	bool rec = enter();
+	bool rec = wsp_enter();
 	if (rec) {
 		if (old_len)
 			wsp_record_move(MMAP, WSPROF_OP_MREMAP, old, old_len);
-		leave(e);
+		wsp_leave(e);
 	}
 	void *p = real_mremap(old, old_len, new_len, flags, want);
 	if (rec) {
 		e = errno;
-		if (enter()) {
+		if (wsp_enter()) {
 			if (p != MAP_FAILED)
 				wsp_record_alloc(MMAP, WSPROF_OP_MREMAP, p, new_len);
 			else
 				wsp_record_fail(MMAP, WSPROF_OP_MREMAP, new_len);
-			leave(e);
+			wsp_leave(e);
 		}
 	}
 	return p;

@@ -23,6 +23,7 @@
 #define WSP_PRELOAD_H
 
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,6 +59,26 @@ extern WSP_TLS struct wsp_tls wsp_tls;
 /* Make sure recording is set up. @return true if events should be recorded
  * from this thread now. Call with the guard held. */
 bool wsp_ready(void);
+
+/* A hook enters wsprof to record: false (and nothing held) when this call
+ * must pass untraced - the thread is already inside wsprof, or recording
+ * is off. leave() gives back the guard and the program's errno. */
+static inline bool wsp_enter(void)
+{
+	if (wsp_tls.guard)
+		return false;
+	wsp_tls.guard++;
+	if (wsp_ready())
+		return true;
+	wsp_tls.guard--;
+	return false;
+}
+
+static inline void wsp_leave(int saved_errno)
+{
+	wsp_tls.guard--;
+	errno = saved_errno;
+}
 
 /* ---- config.c ------------------------------------------------------- */
 

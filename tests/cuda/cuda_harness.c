@@ -11,50 +11,16 @@
 
 static const char *const cuda_kinds[] = { "cuda_device", "cuda_managed", "cuda_host", "cuda_vmm" };
 
-static size_t count(const char *const list[])
-{
-	size_t n = 0;
-	while (list && list[n])
-		n++;
-	return n;
-}
 
 void ct_record(struct wt_recording *r, const char *prog, const char *const env[], const char *const args[])
 {
-	memset(r, 0, sizeof *r);
-	r->dir = wt_test_dir();
-	r->trace = wt_path(r->dir, "t.wsp");
-	r->expect_path = wt_path(r->dir, "expect.json");
+	const char *full_env[16] = { "LD_LIBRARY_PATH=" FAKECUDA_DIR, "FAKECUDA_CAPACITY=" CT_CAPACITY };
+	size_t n = 2;
+	for (size_t i = 0; env && env[i] && n < 15; i++)
+		full_env[n++] = env[i];
 	char *prog_path = wt_path(FAKECUDA_DIR, "%s", prog);
-
-	size_t nenv = count(env), nargs = count(args), n = 0;
-	const char **argv = calloc(nenv + nargs + 12, sizeof *argv);
-	argv[n++] = "/usr/bin/env";
-	argv[n++] = "LD_LIBRARY_PATH=" FAKECUDA_DIR;
-	argv[n++] = "FAKECUDA_CAPACITY=" CT_CAPACITY;
-	for (size_t i = 0; i < nenv; i++)
-		argv[n++] = env[i];
-	argv[n++] = wt_wsprof();
-	argv[n++] = "record";
-	argv[n++] = "-o";
-	argv[n++] = r->trace;
-	argv[n++] = "--";
-	argv[n++] = prog_path;
-	argv[n++] = r->expect_path;
-	for (size_t i = 0; i < nargs; i++)
-		argv[n++] = args[i];
-	int err = wt_run(&r->run, argv);
-	cr_assert(err == 0, "cannot run %s record: %s", wt_wsprof(), strerror(-err));
-	free(argv);
+	wt_record_with(r, full_env, NULL, prog_path, args);
 	free(prog_path);
-
-	char *text = wt_read_file(r->expect_path, NULL);
-	if (text) {
-		char why[256];
-		r->expect = wt_json_parse(text, why, sizeof why);
-		cr_assert(r->expect, "%s wrote an expect file that is not JSON (%s):\n%s", prog, why, text);
-		free(text);
-	}
 }
 
 void ct_record_ok(struct wt_recording *r, const char *prog, const char *const env[], const char *const args[])

@@ -319,20 +319,19 @@ finish() {
 pack_files() {
 	local t size
 	(cd "$FILES" && find . -type f ! -name '*.wsp*' -print0 | tar -czf "$OUT/gpu-reports.tar.gz" --null -T -)
-	for t in $(cd "$FILES" && ls -S ./*.wsp* 2>/dev/null); do
-		size=$(stat -c %s "$FILES/$t")
-		if [ "$size" -gt "$MAX_PACKED" ]; then
-			echo "left out: ${t#./} ($((size >> 20)) MiB, over $((MAX_PACKED >> 20)) MiB)"
-			rm -f "$FILES/$t"
-		fi
-	done
-	(cd "$FILES" && find . -type f -name '*.wsp*' | sort -r | while read -r t; do
-		tar -rf "$OUT/gpu-traces.tar" "$t"
-		if [ "$(stat -c %s "$OUT/gpu-traces.tar")" -gt "$MAX_PACKED" ]; then
-			echo "left out: ${t#./} (the traces archive would pass $((MAX_PACKED >> 20)) MiB)"
-			tar -f "$OUT/gpu-traces.tar" --delete "$t"
-		fi
-	done)
+	# Smallest first, so that as many traces as can fit do.
+	(cd "$FILES" && find . -maxdepth 1 -type f -name '*.wsp*' -printf '%s %p\n' | sort -n |
+		while read -r size t; do
+			if [ "$size" -gt "$MAX_PACKED" ]; then
+				echo "left out: ${t#./} ($((size >> 20)) MiB, over $((MAX_PACKED >> 20)) MiB)"
+				continue
+			fi
+			tar -rf "$OUT/gpu-traces.tar" "$t"
+			if [ "$(stat -c %s "$OUT/gpu-traces.tar")" -gt "$MAX_PACKED" ]; then
+				echo "left out: ${t#./} (the traces archive would pass $((MAX_PACKED >> 20)) MiB)"
+				tar -f "$OUT/gpu-traces.tar" --delete "$t"
+			fi
+		done)
 	rm -rf "$FILES"
 }
 

@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,16 +52,20 @@ static size_t count(const char *const list[])
 	return n;
 }
 
-void wt_record(struct wt_recording *r, const char *const opts[], const char *prog, const char *const args[])
+void wt_record_with(struct wt_recording *r, const char *const env[], const char *const opts[], const char *prog_path,
+		    const char *const args[])
 {
 	memset(r, 0, sizeof *r);
 	r->dir = wt_test_dir();
 	r->trace = wt_path(r->dir, "t.wsp");
 	r->expect_path = wt_path(r->dir, "expect.json");
-	char *prog_path = wt_prog(prog);
 
-	size_t nopts = count(opts), nargs = count(args), n = 0;
-	const char **argv = calloc(nopts + nargs + 8, sizeof *argv);
+	size_t nenv = count(env), nopts = count(opts), nargs = count(args), n = 0;
+	const char **argv = calloc(nenv + nopts + nargs + 10, sizeof *argv);
+	if (nenv)
+		argv[n++] = "/usr/bin/env";
+	for (size_t i = 0; i < nenv; i++)
+		argv[n++] = env[i];
 	argv[n++] = wt_wsprof();
 	argv[n++] = "record";
 	for (size_t i = 0; i < nopts; i++)
@@ -75,15 +80,21 @@ void wt_record(struct wt_recording *r, const char *const opts[], const char *pro
 	int err = wt_run(&r->run, argv);
 	cr_assert(err == 0, "cannot run %s record: %s", wt_wsprof(), strerror(-err));
 	free(argv);
-	free(prog_path);
 
 	char *text = wt_read_file(r->expect_path, NULL);
 	if (text) {
 		char why[256];
 		r->expect = wt_json_parse(text, why, sizeof why);
-		cr_assert(r->expect, "%s wrote an expect file that is not JSON (%s):\n%s", prog, why, text);
+		cr_assert(r->expect, "%s wrote an expect file that is not JSON (%s):\n%s", prog_path, why, text);
 		free(text);
 	}
+}
+
+void wt_record(struct wt_recording *r, const char *const opts[], const char *prog, const char *const args[])
+{
+	char *prog_path = wt_prog(prog);
+	wt_record_with(r, NULL, opts, prog_path, args);
+	free(prog_path);
 }
 
 void wt_recording_free(struct wt_recording *r)

@@ -41,6 +41,10 @@ struct wt_recording {
  * args are NULL-terminated lists, or NULL. The exit status is the test's to
  * check (wt_assert_status). */
 void wt_record(struct wt_recording *r, const char *const opts[], const char *prog, const char *const args[]);
+/* The same for a program given by its path, run with `env` (NAME=VALUE
+ * strings, NULL-terminated, or NULL) added to the environment. */
+void wt_record_with(struct wt_recording *r, const char *const env[], const char *const opts[], const char *prog_path,
+		    const char *const args[]);
 void wt_recording_free(struct wt_recording *r);
 
 /* Assert that a command exited with `status`, showing its stderr if not. */
