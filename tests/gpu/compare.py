@@ -97,12 +97,15 @@ def _compare_books(books, summary, oom, incomplete_ok, devices):
             problems.append("the books' %s is not an object" % name)
             continue
         got = kinds.get(kind)
+        figures += len(expected)
+        if got is None:
+            nonzero = ["%s %s" % (want, figure) for figure, want in expected.items() if want != 0]
+            if nonzero:
+                problems.append("%s missing from the summary (expected %s)" % (kind, ", ".join(nonzero[:3])))
+            continue
         for figure, want in expected.items():
-            figures += 1
-            have = got.get(figure) if isinstance(got, dict) else 0
-            if got is None and want != 0:
-                problems.append("%s.%s: kind missing from the summary, expected %s" % (kind, figure, want))
-            elif isinstance(got, dict) and figure not in got:
+            have = got.get(figure) if isinstance(got, dict) else None
+            if isinstance(got, dict) and figure not in got:
                 problems.append("%s.%s: missing from the summary, expected %s" % (kind, figure, want))
             elif have != want:
                 problems.append("%s.%s = %s, expected %s" % (kind, figure, have, want))
@@ -121,7 +124,8 @@ def _compare_books(books, summary, oom, incomplete_ok, devices):
     n_kinds = len([k for k in books if k != VMM_MAPPING])
     reason = "%d kind%s, %d figures equal" % (n_kinds, "" if n_kinds == 1 else "s", figures)
     if oom:
-        reason += " (%d x 1 GiB, then 1 failure)" % books["cuda_device"]["allocations"]
+        dev = books["cuda_device"]
+        reason += " (%d allocations, %s, then 1 failure)" % (dev["allocations"], gib(dev.get("total_bytes", 0)))
     if not summary.get("complete"):
         reason += "; trace %s" % summary.get("status", "incomplete")
     return True, reason + ("; " + dev_words if dev_words else "")
@@ -205,7 +209,10 @@ def selftest():
     expect("peak differs", compare_books(books, s), False, "cuda_device.peak_bytes = 301, expected 300")
     s = summary()
     del s["kinds"]["cuda_host"]
-    expect("kind missing", compare_books(books, s), False, "cuda_host.allocations: kind missing")
+    expect("kind missing", compare_books(books, s), False,
+           "cuda_host missing from the summary (expected 1 allocations, 1 frees, 64 peak_bytes)")
+    zero = {"cuda_host": dict((k, 0) for k in books["cuda_host"])}
+    expect("zero kind missing", compare_books(dict(books, **zero), s), True)
     s = summary()
     del s["kinds"]["cuda_host"]["total_bytes"]
     expect("figure missing", compare_books(books, s), False, "cuda_host.total_bytes: missing from the summary")
@@ -258,7 +265,7 @@ def selftest():
     oom_books = {"cuda_device": {"allocations": 139, "frees": 139, "failed": 1, "peak_bytes": 139 * G,
                                  "leaked_bytes": 0, "leaked_blocks": 0, "total_bytes": 139 * G}}
     s = summary(kinds={"cuda_device": dict(oom_books["cuda_device"])})
-    expect("oom", compare_books(oom_books, s, oom=True), True, "139 x 1 GiB, then 1 failure")
+    expect("oom", compare_books(oom_books, s, oom=True), True, "(139 allocations, 139.0 GiB, then 1 failure)")
     s["kinds"]["cuda_device"]["failed"] = 0
     expect("oom failure lost", compare_books(oom_books, s, oom=True), False, "cuda_device.failed = 0, expected 1")
     no_fail = {"cuda_device": dict(oom_books["cuda_device"], failed=0)}

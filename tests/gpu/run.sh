@@ -82,7 +82,16 @@ export PYTHONDONTWRITEBYTECODE=1
 # result STATUS TITLE REASON: one row of the table.
 result() {
 	printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RESULTS"
-	printf '  %-4s  %-28s %s\n' "$1" "$2" "$3"
+	printf '  %-4s  %-28s %s\n' "$1" "$2" "$(shorten "$3")"
+}
+
+# A reason as the table shows it: results.tsv keeps it whole.
+shorten() {
+	if [ ${#1} -gt 400 ]; then
+		echo "${1:0:400}... (whole in results.tsv)"
+	else
+		echo "$1"
+	fi
 }
 
 say_env() {
@@ -172,7 +181,7 @@ pick_arch() {
 	local bin=$1 flags
 	for flags in "-arch=native" "-gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90" ""; do
 		# shellcheck disable=SC2086
-		if limited 120 "$NVCC" -O2 $flags -I"$PROGS_SRC" -o "$SCRATCH/arch_probe" "$PROGS_SRC/oom.cu" \
+		if limited 90 "$NVCC" -O2 $flags -I"$PROGS_SRC" -o "$SCRATCH/arch_probe" "$PROGS_SRC/oom.cu" \
 			>"$FILES/arch_probe.log" 2>&1 && ! grep -q "Cannot find valid GPU" "$FILES/arch_probe.log"; then
 			echo "$flags"
 			return 0
@@ -201,7 +210,7 @@ build_programs() {
 		case $src in *.c) arch_flags= ;; *) arch_flags=$arch ;; esac
 		rm -f "$bin/$name"
 		# shellcheck disable=SC2086
-		limited 180 "$NVCC" -O2 -Xcompiler -Wall $arch_flags -I"$PROGS_SRC" -o "$bin/$name" \
+		limited 90 "$NVCC" -O2 -Xcompiler -Wall $arch_flags -I"$PROGS_SRC" -o "$bin/$name" \
 			"$PROGS_SRC/$src" $extra >"$FILES/$name.build.log" 2>&1 &
 	done
 	wait
@@ -212,8 +221,11 @@ build_programs() {
 			failed=1
 		fi
 	done
+	# The name runtime_shared asks for (libcudart.so.MAJOR); without
+	# readelf, whatever libcudart.so.MAJOR the toolkit has.
 	need=$(readelf -d "$bin/runtime_shared" 2>/dev/null | sed -n 's/.*NEEDED.*\[\(libcudart[^]]*\)\].*/\1/p')
 	for dir in "$(dirname "$NVCC")/../lib64" "$(dirname "$NVCC")/../targets/x86_64-linux/lib"; do
+		[ -n "$need" ] || need=$(cd "$dir" 2>/dev/null && find . -maxdepth 1 -name 'libcudart.so.[0-9]*' ! -name '*.*.*.*' -printf '%f\n' | head -n 1)
 		if [ -n "$need" ] && [ -e "$dir/$need" ]; then
 			cp -L "$dir/$need" "$bin/$need"
 			break
@@ -297,7 +309,7 @@ finish() {
 		echo "wsprof GPU checks ($(sed -n 's/^gpu: *//p' "$ENV_TXT" | head -n 1)), ${SECONDS} s:"
 		printf '  %-28s %-6s %s\n' "check" "result" "reason"
 		while IFS=$'\t' read -r status title reason; do
-			printf '  %-28s %-6s %s\n' "$title" "$status" "$reason"
+			printf '  %-28s %-6s %s\n' "$title" "$status" "$(shorten "$reason")"
 		done <"$RESULTS"
 		echo "$OVERHEAD"
 		[ "$PACK" = 1 ] && pack_files
@@ -466,6 +478,22 @@ check oom_kill "out of memory, SIGKILL" 137 "--flush-ms 60000" "--oom --incomple
 
 # ---- PyTorch ---------------------------------------------------------------------
 
+# A program killed with all of the device's memory may leave the driver
+# some seconds of cleaning up: wait (20 s at most) until less than a tenth
+# of the memory is in use.
+wait_for_device_memory() {
+	local i used total
+	[ "$HAVE_GPU" = 1 ] || return 0
+	for i in $(seq 20); do
+		read -r used total < <(limited 10 nvidia-smi -i 0 --query-gpu=memory.used,memory.total \
+			--format=csv,noheader,nounits 2>/dev/null | tr -d ',')
+		[ -n "${used:-}" ] && [ -n "${total:-}" ] || return 0
+		[ "$used" -lt $((total / 10)) ] && return 0
+		[ "$i" -eq 1 ] && say_env "note:    waiting for the device's memory to come back ($used of $total MiB in use)"
+		sleep 1
+	done
+}
+
 torch_check() {
 	local title="PyTorch training loop" s rc t0 t1 t2 t3 py verdict
 	s=$(step_limit)
@@ -473,20 +501,19 @@ torch_check() {
 		result SKIP "$title" "out of time (budget $BUDGET_S s)"
 		return
 	fi
-	# The interpreter itself, not a launcher that would exec it.
-	if ! limited "$s" python3 -c 'import sys, torch; print(sys.executable); print(torch.__version__, "CUDA", torch.version.cuda, "cuda available:", torch.cuda.is_available())' \
-		>"$FILES/torch.probe.log" 2>&1; then
-		if grep -q "No module named" "$FILES/torch.probe.log"; then
-			result SKIP "$title" "PyTorch not installed"
-		else
-			result FAIL "$title" "import torch failed$(last_line "$FILES/torch.probe.log")"
-		fi
+	# Found without importing it (that takes seconds); and the interpreter
+	# itself, not a launcher that would exec it and leave its own trace.
+	limited "$s" python3 -c 'import importlib.util, sys
+print(sys.executable)
+print("yes" if importlib.util.find_spec("torch") else "no")' >"$FILES/torch.probe.log" 2>&1
+	if [ "$(sed -n 2p "$FILES/torch.probe.log")" != yes ]; then
+		result SKIP "$title" "PyTorch not installed"
 		OVERHEAD="overhead: not measured (no PyTorch)"
 		return
 	fi
 	py=$(head -n 1 "$FILES/torch.probe.log")
 	[ -x "$py" ] || py=python3
-	say_env "torch:   $(tail -n 1 "$FILES/torch.probe.log") ($py)"
+	wait_for_device_memory
 
 	s=$(step_limit 90)
 	t0=$(date +%s.%N)
@@ -497,6 +524,9 @@ torch_check() {
 		result FAIL "$title" "plain run: exit $rc$(last_line "$FILES/torch.plain.stderr")"
 		return
 	fi
+	say_env "torch:   $(python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["torch"], "CUDA", r["cuda"], "cuDNN", r["cudnn"], "on", r["device"])' "$FILES/torch.plain.json" 2>&1) ($py)"
 	s=$(step_limit 150)
 	if [ "$s" -eq 0 ]; then
 		result SKIP "$title" "out of time for the traced run"

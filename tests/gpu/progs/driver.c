@@ -14,6 +14,7 @@
  * The primary context is never released, so the driver frees nothing on
  * the program's behalf before exit.
  */
+#define _GNU_SOURCE /* posix_memalign, dlopen under -std=c11 */
 #include <cuda.h>
 #include <dlfcn.h>
 

@@ -9,9 +9,9 @@
  * cuMemAddressFree) and mapped (cuMemMap, undone by cuMemUnmap), which
  * the summary reports as mapped_* and reserved_* figures of cuda_vmm; the
  * books write them under "vmm_mapping". Sizes are multiples of the
- * allocation granularity the driver reports; one cuMemCreate of a size
- * that is not fails. At exit one allocation is still mapped into a
- * reservation that was never freed.
+ * allocation granularity the driver reports; one cuMemCreate of 1 TiB
+ * fails. At exit one allocation is still mapped into a reservation that
+ * was never freed.
  *
  * Plain C built with -cudart none -lcuda: only this code calls the driver.
  */
@@ -100,9 +100,10 @@ int main(int argc, char **argv)
 	map(a + 2 * g, 1 * g, h2);
 	map(a + 3 * g, 3 * g, h3);
 
-	CUmemGenericAllocationHandle bad;
-	if (cuMemCreate(&bad, g + 1, &prop, 0) == CUDA_SUCCESS)
-		DIE("cuMemCreate of %zu bytes (granularity %zu) succeeded", g + 1, g);
+	/* 1 TiB, a multiple of any granularity, more than any device has. */
+	CUmemGenericAllocationHandle too_big;
+	if (cuMemCreate(&too_big, 1ull << 40, &prop, 0) == CUDA_SUCCESS)
+		DIE("cuMemCreate of 1 TiB succeeded");
 	books_fail(&vmm);
 
 	unmap(a + 2 * g, 1 * g);
