@@ -13,6 +13,7 @@
 #include "cuda_harness.h"
 
 #include <criterion/criterion.h>
+#include <stdlib.h>
 
 TestSuite(cuda_routes, .fini = wt_cleanup, .timeout = 60);
 
@@ -24,6 +25,13 @@ static void check_route(const char *prog)
 	ct_assert_cuda_counted(mine, rec.expect, prog);
 	bool complete = false;
 	cr_expect(wt_json_bool(mine, "complete", &complete) && complete, "the trace of a program that exited is complete");
+	/* The workload runs out of device memory once: the device's memory was sampled then. */
+	uint64_t device = 99, total = 0, free_min = 0;
+	cr_expect(wt_json_u64(mine, "devices.0.device", &device) && device == 0, "no sample of device 0");
+	cr_expect(wt_json_u64(mine, "devices.0.total_bytes", &total) && total == strtoull(CT_CAPACITY, NULL, 10),
+		  "device 0 total %llu, the test driver has %s", (unsigned long long)total, CT_CAPACITY);
+	cr_expect(wt_json_u64(mine, "devices.0.free_min_bytes", &free_min) && free_min < total,
+		  "the least free memory %llu is not below the total", (unsigned long long)free_min);
 	wt_json_free(mine);
 	wt_recording_free(&rec);
 }
