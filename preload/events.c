@@ -342,9 +342,8 @@ uint8_t *wsp_event_stamp(struct wsp_thread *t, uint8_t *p)
 	return p;
 }
 
-static uint8_t *put_addr(struct wsp_thread *t, uint8_t *p, const void *addr)
+uint8_t *wsp_put_addr(struct wsp_thread *t, uint8_t *p, uint64_t a)
 {
-	uint64_t a = (uint64_t)(uintptr_t)addr;
 	p = wsp_put_varint(p, wsp_zigzag((int64_t)(a - t->prev_addr)));
 	t->prev_addr = a;
 	return p;
@@ -381,7 +380,7 @@ static void record_with_stack(unsigned type, unsigned kind, unsigned op, const v
 	p = wsp_put_varint(p, kind);
 	p = wsp_put_varint(p, op);
 	if (type == WSP_REC_ALLOC)
-		p = put_addr(t, p, addr);
+		p = wsp_put_addr(t, p, (uint64_t)(uintptr_t)addr);
 	p = wsp_put_varint(p, size);
 	p = wsp_put_varint(p, stack);
 	if (tag)
@@ -425,7 +424,7 @@ static void record_release(unsigned type, unsigned kind, unsigned op, const void
 	p = wsp_event_stamp(t, p);
 	p = wsp_put_varint(p, kind);
 	p = wsp_put_varint(p, op);
-	p = put_addr(t, p, addr);
+	p = wsp_put_addr(t, p, (uint64_t)(uintptr_t)addr);
 	if (type != WSP_REC_FREE)
 		p = wsp_put_varint(p, size);
 	else if (tag)

@@ -13,6 +13,7 @@
  *   fds.c        wsprof's own descriptors, kept high
  *   hooks_libc.c the malloc family and mmap/munmap/mremap
  *   hooks_cuda.c CUDA driver allocations by every route, the CUDA runtime's failures
+ *   annotate.c   what the program says about its memory (wsprof.h, NVTX)
  *
  * Reentrancy rule for every file: code that runs inside a hook sets the
  * calling thread's guard (wsp_tls.guard) for its whole duration, so that any
@@ -165,6 +166,8 @@ void wsp_event_end(struct wsp_thread *t, uint8_t *end, bool counted);
 /* Write the sequence/time deltas of a new event at p. */
 uint8_t *wsp_event_stamp(struct wsp_thread *t, uint8_t *p);
 uint64_t wsp_now_ns(void);  /* monotonic ns since the process (image) started */
+/* Write an address as the delta from the previous one of the segment. */
+uint8_t *wsp_put_addr(struct wsp_thread *t, uint8_t *p, uint64_t addr);
 
 /* Buffers are handed to the writer through one queue. */
 struct wsp_buf *wsp_buf_get(void);          /* may wait for the writer */
@@ -256,6 +259,16 @@ void wsp_modules_unlock(void);
 /* Record the free memory of every device the program allocated on, from
  * the writer thread, borrowing the program's context (never creating one). */
 void wsp_cuda_sample(void);
+
+/* ---- annotate.c ------------------------------------------------------ */
+
+/* Record what the program says (enum wsprof_annotation). Safe to call from
+ * anywhere: enters wsprof itself; dropped when called inside wsprof. */
+void wsp_annotate(unsigned ann, uint64_t addr, uint64_t size, uint64_t pool, const char *text);
+/* A sub-allocation of `pool` (any id the program uses: the slab's address,
+ * an NVTX heap handle), of kind `pool`. */
+void wsp_pool_alloc(uint64_t pool, uint64_t addr, uint64_t size);
+void wsp_pool_free(uint64_t pool, uint64_t addr);
 
 /* ---- fds.c ---------------------------------------------------------- */
 

@@ -45,6 +45,7 @@ enum wsp_record_type {
 	WSP_REC_FORK = 0x30,
 	WSP_REC_EXEC = 0x31,
 	WSP_REC_DEVICE_MEMORY = 0x40,
+	WSP_REC_ANNOTATE = 0x50,
 	WSP_REC_FOOTER = 0x3F,
 };
 

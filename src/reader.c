@@ -115,8 +115,18 @@ static const char *const op_names[WSPROF_OP_COUNT] = {
 	"cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemCreate", "cuMemRelease",
 	"cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree",
 	"cudaMalloc", "cudaMallocPitch", "cudaMallocManaged", "cudaMallocHost", "cudaHostAlloc",
-	"cudaHostRegister", "cudaMallocAsync", "cudaMallocFromPoolAsync",
+	"cudaHostRegister", "cudaMallocAsync", "cudaMallocFromPoolAsync", "pool_alloc", "pool_free",
 };
+
+static const char *const annotation_names[WSPROF_ANN_COUNT] = {
+	"name", "acquire", "release", "valid", "invalid", "touch", "phase_push", "phase_pop", "snapshot",
+	"pool_reset",
+};
+
+const char *wsprof_annotation_name(unsigned ann)
+{
+	return ann < WSPROF_ANN_COUNT ? annotation_names[ann] : NULL;
+}
 
 const char *wsprof_op_name(unsigned op)
 {
@@ -424,6 +434,21 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		p->ev.addr = get_addr(s, r);
 		p->ev.stream = wsp_get_field(r);
 		break;
+	case WSP_REC_ANNOTATE: {
+		p->ev.type = WSPROF_EV_ANNOTATE;
+		p->ev.op = (unsigned)wsp_get_field(r);
+		p->ev.addr = get_addr(s, r);
+		p->ev.size = wsp_get_field(r);
+		p->ev.handle = wsp_get_field(r);
+		size_t n;
+		const uint8_t *text = wsp_get_bytes(r, &n);
+		if (!r->bad && n) {
+			p->path = dup_bytes(text, n);
+			if (!p->path)
+				err = -ENOMEM;
+		}
+		break;
+	}
 	case WSP_REC_DEVICE_MEMORY:
 		p->ev.type = WSPROF_EV_DEVICE_MEMORY;
 		p->ev.device = (int)wsp_get_field(r) - 1;
@@ -530,6 +555,7 @@ static int decode_some(wsprof_trace *t)
 		case WSP_REC_ALLOC: case WSP_REC_FREE: case WSP_REC_MOVE: case WSP_REC_FAIL:
 		case WSP_REC_UNMAP: case WSP_REC_MODULE_LOAD: case WSP_REC_MODULE_UNLOAD:
 		case WSP_REC_FORK: case WSP_REC_EXEC: case WSP_REC_STREAM_REACHED: case WSP_REC_DEVICE_MEMORY:
+		case WSP_REC_ANNOTATE:
 			if (!seg->open)
 				return WSPROF_E_CORRUPT;
 			err = decode_event(t, seg, type, &r);
@@ -680,6 +706,10 @@ int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
 	t->current = t->ready[t->readypos++];
 	*ev = t->current.ev;
 	ev->path = t->current.path;
+	if (ev->type == WSPROF_EV_ANNOTATE) {
+		ev->text = ev->path;
+		ev->path = NULL;
+	}
 	if (ev->type == WSPROF_EV_MODULE_LOAD) {
 		/* Point the event at the table's copy, which outlives it. */
 		if (apply_module(t, &t->current))

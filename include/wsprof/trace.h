@@ -80,6 +80,8 @@ enum wsprof_op {
 	WSPROF_OP_CUDA_MALLOC, WSPROF_OP_CUDA_MALLOC_PITCH, WSPROF_OP_CUDA_MALLOC_MANAGED,
 	WSPROF_OP_CUDA_MALLOC_HOST, WSPROF_OP_CUDA_HOST_ALLOC, WSPROF_OP_CUDA_HOST_REGISTER,
 	WSPROF_OP_CUDA_MALLOC_ASYNC, WSPROF_OP_CUDA_MALLOC_FROM_POOL_ASYNC,
+	/* sub-allocations the program reports (wsprof_pool_alloc/free, NVTX regions) */
+	WSPROF_OP_POOL_ALLOC, WSPROF_OP_POOL_FREE,
 	WSPROF_OP_COUNT
 };
 
@@ -98,7 +100,26 @@ enum wsprof_event_type {
 	WSPROF_EV_EXEC,       /* path */
 	WSPROF_EV_DEVICE_MEMORY, /* device, device_free, device_total: a sample */
 	WSPROF_EV_STREAM_REACHED, /* kind, op, addr, stream: a stream got to an async alloc/free */
+	WSPROF_EV_ANNOTATE,   /* op (enum wsprof_annotation), addr, size, handle (pool), text */
 };
+
+/* What an ANNOTATE event says (wsprof.h, or NVTX). */
+enum wsprof_annotation {
+	WSPROF_ANN_NAME = 0,   /* addr, text */
+	WSPROF_ANN_ACQUIRE,    /* addr */
+	WSPROF_ANN_RELEASE,    /* addr */
+	WSPROF_ANN_VALID,      /* addr */
+	WSPROF_ANN_INVALID,    /* addr */
+	WSPROF_ANN_TOUCH,      /* addr, size */
+	WSPROF_ANN_PHASE_PUSH, /* text */
+	WSPROF_ANN_PHASE_POP,
+	WSPROF_ANN_SNAPSHOT,   /* text */
+	WSPROF_ANN_POOL_RESET, /* handle: every sub-allocation of the pool is freed */
+	WSPROF_ANN_COUNT
+};
+
+/* @return the annotation's name ("acquire", ...), or NULL. */
+WSPROF_API const char *wsprof_annotation_name(unsigned ann);
 
 typedef struct wsprof_event {
 	int type;            /* enum wsprof_event_type */
@@ -116,6 +137,7 @@ typedef struct wsprof_event {
 	uint64_t device_free, device_total;
 	uint32_t child_pid;
 	const char *path;    /* valid until the next wsprof_trace_next() */
+	const char *text;    /* an annotation's name or label, idem */
 	const uint8_t *build_id;
 	size_t build_id_len;
 } wsprof_event;
