@@ -32,6 +32,24 @@ struct stash {
 	size_t n, cap;
 };
 
+struct ann {
+	uint64_t key;                /* the block's key; 0: empty slot */
+	struct wsp_ann_state st;
+	char *name;
+};
+
+/* A treap of block keys: the block containing an interior pointer is the
+ * one with the greatest key not above it. */
+struct treap_node {
+	uint64_t key;
+	uint32_t left, right, prio; /* children are indexes + 1; 0: none */
+};
+struct treap {
+	struct treap_node *v;
+	size_t n, cap;
+	uint32_t root, free_list, seed;
+};
+
 /* Address ranges of one kind, sorted by addr, non-overlapping. */
 struct range_set {
 	struct wsp_block *v;
@@ -59,6 +77,7 @@ struct serial_slot {
 struct wsp_model {
 	struct wsp_kind_stats kinds[WSPROF_KIND_COUNT];
 	uint64_t untracked_frees, last_time;
+	uint64_t seq;                /* of the event being applied */
 
 	struct wsp_block *heap;      /* hash table, addr 0 = empty */
 	size_t heap_cap, heap_used;
@@ -67,6 +86,16 @@ struct wsp_model {
 
 	struct wsp_device_stats *devices;
 	size_t ndevices, devices_cap;
+
+	struct ann *anns;            /* annotation states by block key (0: empty) */
+	size_t ann_cap, ann_used;
+	bool ordered;                /* the treaps below are kept (interior pointers seen) */
+	struct treap by_addr[2];     /* memory blocks, pool blocks: for interior pointers */
+	uint64_t unknown_annotations;
+	struct wsp_phase *phases;
+	size_t nphases, phases_cap;
+	struct wsp_snapshot *snapshots;
+	size_t nsnapshots, snapshots_cap;
 
 	struct stash *stashes;
 	size_t nstashes;
@@ -120,6 +149,18 @@ void wsp_model_free(struct wsp_model *m)
 	for (size_t i = 0; i < 3; i++)
 		free(m->ranges[i].v);
 	free(m->devices);
+	for (size_t i = 0; i < m->ann_cap; i++)
+		if (m->anns[i].key)
+			free(m->anns[i].name);
+	free(m->anns);
+	free(m->by_addr[0].v);
+	free(m->by_addr[1].v);
+	for (size_t i = 0; i < m->nphases; i++)
+		free(m->phases[i].name);
+	free(m->phases);
+	for (size_t i = 0; i < m->nsnapshots; i++)
+		free(m->snapshots[i].label);
+	free(m->snapshots);
 	free(m->ccache);
 	free(m->sites);
 	free(m->site_index);
@@ -130,6 +171,15 @@ void wsp_model_free(struct wsp_model *m)
 }
 
 /* ---- figures -------------------------------------------------------- */
+
+static void note_in_use(struct wsp_kind_stats *k, uint64_t time)
+{
+	uint64_t in_use = k->live_bytes - k->collectable_bytes;
+	if (in_use > k->in_use_peak_bytes) {
+		k->in_use_peak_bytes = in_use;
+		k->in_use_peak_time_ns = time;
+	}
+}
 
 /* Bring a stack's peak snapshot up to date before its live bytes change. */
 static struct site *site_touch(struct wsp_model *m, const struct wsp_block *b)
@@ -157,9 +207,12 @@ static void add_live(struct wsp_model *m, const struct wsp_block *b, uint64_t by
 	struct wsp_kind_stats *k = &m->kinds[b->kind];
 	k->live_bytes += bytes;
 	k->live_blocks += blocks;
+	note_in_use(k, time);
 	if (k->live_bytes > k->peak_bytes) {
 		k->peak_bytes = k->live_bytes;
 		k->peak_time_ns = time;
+		k->peak_seq = m->seq;
+		k->collectable_at_peak = k->collectable_bytes;
 		m->epoch[b->kind]++;
 		if (s) { /* every other stack is still as it is at this peak */
 			s->snap = s->live;
@@ -272,6 +325,109 @@ static void count_free(struct wsp_model *m, const struct wsp_block *b)
 		m->sites[b->site].temporary++;
 }
 
+/* ---- blocks by address order (interior pointers) ------------------------ */
+
+static uint32_t treap_rand(struct treap *t)
+{
+	t->seed = t->seed * 1103515245u + 12345u;
+	return t->seed >> 1;
+}
+
+static uint32_t treap_rotate_insert(struct treap *t, uint32_t at, uint32_t node)
+{
+	if (!at)
+		return node;
+	struct treap_node *a = &t->v[at - 1];
+	if (t->v[node - 1].key < a->key) {
+		a->left = treap_rotate_insert(t, a->left, node);
+		if (t->v[a->left - 1].prio > a->prio) {
+			uint32_t l = a->left;
+			a->left = t->v[l - 1].right;
+			t->v[l - 1].right = at;
+			return l;
+		}
+	} else {
+		a->right = treap_rotate_insert(t, a->right, node);
+		if (t->v[a->right - 1].prio > a->prio) {
+			uint32_t r = a->right;
+			a->right = t->v[r - 1].left;
+			t->v[r - 1].left = at;
+			return r;
+		}
+	}
+	return at;
+}
+
+static int treap_insert(struct treap *t, uint64_t key)
+{
+	uint32_t node = t->free_list;
+	if (node) {
+		t->free_list = t->v[node - 1].left;
+	} else {
+		if (wsp_grow(&t->v, &t->cap, t->n + 1, sizeof *t->v))
+			return -ENOMEM;
+		node = (uint32_t)++t->n;
+	}
+	t->v[node - 1] = (struct treap_node){ key, 0, 0, treap_rand(t) };
+	t->root = treap_rotate_insert(t, t->root, node);
+	return 0;
+}
+
+static uint32_t treap_join(struct treap *t, uint32_t a, uint32_t b)
+{
+	if (!a || !b)
+		return a ? a : b;
+	if (t->v[a - 1].prio > t->v[b - 1].prio) {
+		t->v[a - 1].right = treap_join(t, t->v[a - 1].right, b);
+		return a;
+	}
+	t->v[b - 1].left = treap_join(t, a, t->v[b - 1].left);
+	return b;
+}
+
+static uint32_t treap_erase(struct treap *t, uint32_t at, uint64_t key)
+{
+	if (!at)
+		return 0;
+	struct treap_node *a = &t->v[at - 1];
+	if (key < a->key) {
+		a->left = treap_erase(t, a->left, key);
+	} else if (key > a->key) {
+		a->right = treap_erase(t, a->right, key);
+	} else {
+		uint32_t joined = treap_join(t, a->left, a->right);
+		a->left = t->free_list;
+		t->free_list = at;
+		return joined;
+	}
+	return at;
+}
+
+/* The greatest key not above x, or 0. */
+static uint64_t treap_floor(const struct treap *t, uint64_t x)
+{
+	uint64_t best = 0;
+	for (uint32_t at = t->root; at;) {
+		const struct treap_node *a = &t->v[at - 1];
+		if (a->key <= x) {
+			best = a->key;
+			at = a->right;
+		} else {
+			at = a->left;
+		}
+	}
+	return best;
+}
+
+/* Memory blocks and pool blocks each have a treap; other name spaces none. */
+static struct treap *treap_of(struct wsp_model *m, uint64_t key)
+{
+	if (!m->ordered)
+		return NULL;
+	unsigned space = (unsigned)(key >> 62);
+	return space == 0 ? &m->by_addr[0] : space == 3 ? &m->by_addr[1] : NULL;
+}
+
 /* ---- heap blocks ------------------------------------------------------ */
 
 static struct wsp_block *heap_find(struct wsp_model *m, uint64_t addr)
@@ -308,12 +464,20 @@ static int heap_insert(struct wsp_model *m, const struct wsp_block *b)
 		j = (j + 1) & (m->heap_cap - 1);
 	m->heap[j] = *b;
 	m->heap_used++;
-	return 0;
+	struct treap *t = treap_of(m, b->addr);
+	return t ? treap_insert(t, b->addr) : 0;
 }
 
 /* Remove a found slot, shifting later members of its probe run back. */
+static void ann_drop(struct wsp_model *m, const struct wsp_block *b);
+
 static void heap_remove(struct wsp_model *m, struct wsp_block *slot)
 {
+	if (slot->has_ann)
+		ann_drop(m, slot);
+	struct treap *t = treap_of(m, slot->addr);
+	if (t)
+		t->root = treap_erase(t, t->root, slot->addr);
 	size_t mask = m->heap_cap - 1, i = (size_t)(slot - m->heap);
 	for (size_t j = (i + 1) & mask; m->heap[j].addr; j = (j + 1) & mask) {
 		size_t home = hash64(m->heap[j].addr, m->heap_cap);
@@ -324,6 +488,227 @@ static void heap_remove(struct wsp_model *m, struct wsp_block *slot)
 	}
 	m->heap[i].addr = 0;
 	m->heap_used--;
+}
+
+/* ---- annotations: names, holders, validity -------------------------------- */
+
+static struct ann *ann_find(const struct wsp_model *m, uint64_t key)
+{
+	if (!m->ann_cap)
+		return NULL;
+	for (size_t i = hash64(key, m->ann_cap); m->anns[i].key; i = (i + 1) & (m->ann_cap - 1))
+		if (m->anns[i].key == key)
+			return &m->anns[i];
+	return NULL;
+}
+
+static struct ann *ann_make(struct wsp_model *m, struct wsp_block *b)
+{
+	struct ann *a = ann_find(m, b->addr);
+	if (a)
+		return a;
+	if ((m->ann_used + 1) * 2 > m->ann_cap) {
+		size_t cap = m->ann_cap ? m->ann_cap * 2 : 256;
+		struct ann *t = calloc(cap, sizeof *t);
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < m->ann_cap; i++) {
+			if (!m->anns[i].key)
+				continue;
+			size_t j = hash64(m->anns[i].key, cap);
+			while (t[j].key)
+				j = (j + 1) & (cap - 1);
+			t[j] = m->anns[i];
+			t[j].st.name = t[j].name;
+		}
+		free(m->anns);
+		m->anns = t;
+		m->ann_cap = cap;
+	}
+	size_t j = hash64(b->addr, m->ann_cap);
+	while (m->anns[j].key)
+		j = (j + 1) & (m->ann_cap - 1);
+	a = &m->anns[j];
+	*a = (struct ann){ .key = b->addr, .st.last_use_ns = b->time_ns };
+	m->ann_used++;
+	b->has_ann = true;
+	return a;
+}
+
+/* The block is going: what it held as collectable goes with it. */
+static void ann_drop(struct wsp_model *m, const struct wsp_block *b)
+{
+	struct ann *a = ann_find(m, b->addr);
+	if (!a)
+		return;
+	if (a->st.collectable && !b->excluded)
+		m->kinds[b->kind].collectable_bytes -= b->size;
+	free(a->name);
+	size_t mask = m->ann_cap - 1, i = (size_t)(a - m->anns);
+	for (size_t j = (i + 1) & mask; m->anns[j].key; j = (j + 1) & mask) {
+		size_t home = hash64(m->anns[j].key, m->ann_cap);
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			m->anns[i] = m->anns[j];
+			m->anns[i].st.name = m->anns[i].name;
+			i = j;
+		}
+	}
+	m->anns[i].key = 0;
+	m->ann_used--;
+}
+
+/* In use: held, valid, or never said otherwise. */
+static void ann_settle(struct wsp_model *m, const struct wsp_block *b, struct ann *a, uint64_t time)
+{
+	bool collectable = a->st.annotated && a->st.refs <= 0 && a->st.validity != WSP_VALIDITY_VALID;
+	if (collectable == a->st.collectable)
+		return;
+	a->st.collectable = collectable;
+	if (b->excluded)
+		return;
+	struct wsp_kind_stats *k = &m->kinds[b->kind];
+	if (collectable) {
+		k->collectable_bytes += b->size;
+	} else {
+		k->collectable_bytes -= b->size;
+		note_in_use(k, time);
+	}
+}
+
+static int build_ordered(struct wsp_model *m)
+{
+	m->ordered = true;
+	m->by_addr[0].seed = m->by_addr[1].seed = 0x2545f491u;
+	for (size_t i = 0; i < m->heap_cap; i++) {
+		struct treap *t = m->heap[i].addr ? treap_of(m, m->heap[i].addr) : NULL;
+		if (t && treap_insert(t, m->heap[i].addr))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The block an address points into: a pool sub-allocation first, then
+ * memory; exact addresses first, interior ones through the treaps (kept
+ * from the first interior pointer on). */
+static struct wsp_block *block_at(struct wsp_model *m, uint64_t addr)
+{
+	uint64_t pool_key = addr ^ 3ull << 62;
+	struct wsp_block *b = heap_find(m, pool_key);
+	if (!b)
+		b = heap_find(m, addr);
+	if (b || addr >> 62)
+		return b;
+	if (!m->ordered && build_ordered(m))
+		return NULL;
+	const uint64_t keys[2] = { pool_key, addr };
+	const struct treap *t[2] = { &m->by_addr[1], &m->by_addr[0] };
+	for (int i = 0; i < 2; i++) {
+		uint64_t k = treap_floor(t[i], keys[i]);
+		b = k && (k >> 62) == (keys[i] >> 62) ? heap_find(m, k) : NULL;
+		if (b && keys[i] - k < b->size)
+			return b;
+	}
+	return NULL;
+}
+
+static int phase_push(struct wsp_model *m, const wsprof_event *ev)
+{
+	unsigned depth = 0;
+	for (size_t i = 0; i < m->nphases; i++)
+		depth += m->phases[i].tid == ev->tid && !m->phases[i].end_ns;
+	if (wsp_grow(&m->phases, &m->phases_cap, m->nphases + 1, sizeof *m->phases))
+		return -ENOMEM;
+	char *name = strdup(ev->text ? ev->text : "");
+	if (!name)
+		return -ENOMEM;
+	m->phases[m->nphases++] = (struct wsp_phase){ name, ev->tid, depth, ev->time_ns, 0 };
+	return 0;
+}
+
+static void phase_pop(struct wsp_model *m, const wsprof_event *ev)
+{
+	for (size_t i = m->nphases; i-- > 0;) {
+		if (m->phases[i].tid == ev->tid && !m->phases[i].end_ns) {
+			m->phases[i].end_ns = ev->time_ns > m->phases[i].start_ns ? ev->time_ns : m->phases[i].start_ns + 1;
+			return;
+		}
+	}
+}
+
+/* Every sub-allocation of a pool is freed (NVTX heap reset). */
+static int pool_reset(struct wsp_model *m, uint64_t pool)
+{
+	uint64_t *keys = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < m->heap_cap; i++) {
+		const struct wsp_block *b = &m->heap[i];
+		if (b->addr && b->kind == WSPROF_KIND_POOL && b->origin == pool) {
+			if (wsp_grow(&keys, &cap, n + 1, sizeof *keys)) {
+				free(keys);
+				return -ENOMEM;
+			}
+			keys[n++] = b->addr;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct wsp_block *b = heap_find(m, keys[i]);
+		lose(m, b);
+		if (!b->excluded)
+			count_free(m, b);
+		heap_remove(m, b);
+	}
+	free(keys);
+	return 0;
+}
+
+static int apply_annotation(struct wsp_model *m, const wsprof_event *ev)
+{
+	switch (ev->op) {
+	case WSPROF_ANN_PHASE_PUSH:
+		return phase_push(m, ev);
+	case WSPROF_ANN_PHASE_POP:
+		phase_pop(m, ev);
+		return 0;
+	case WSPROF_ANN_SNAPSHOT: {
+		char *label = strdup(ev->text ? ev->text : "");
+		if (!label || wsp_grow(&m->snapshots, &m->snapshots_cap, m->nsnapshots + 1, sizeof *m->snapshots)) {
+			free(label);
+			return -ENOMEM;
+		}
+		m->snapshots[m->nsnapshots++] = (struct wsp_snapshot){ label, ev->time_ns, ev->seq };
+		return 0;
+	}
+	case WSPROF_ANN_POOL_RESET:
+		return pool_reset(m, ev->handle);
+	}
+	struct wsp_block *b = block_at(m, ev->addr);
+	if (!b) {
+		m->unknown_annotations++;
+		return 0;
+	}
+	struct ann *a = ann_make(m, b);
+	if (!a)
+		return -ENOMEM;
+	switch (ev->op) {
+	case WSPROF_ANN_NAME: {
+		char *name = strdup(ev->text ? ev->text : "");
+		if (!name)
+			return -ENOMEM;
+		free(a->name);
+		a->name = name;
+		a->st.name = name;
+		return 0;
+	}
+	case WSPROF_ANN_ACQUIRE: a->st.refs++; a->st.annotated = true; break;
+	case WSPROF_ANN_RELEASE: a->st.refs--; a->st.annotated = true; break;
+	case WSPROF_ANN_VALID: a->st.validity = WSP_VALIDITY_VALID; a->st.annotated = true; break;
+	case WSPROF_ANN_INVALID: a->st.validity = WSP_VALIDITY_INVALID; a->st.annotated = true; break;
+	case WSPROF_ANN_TOUCH: break;
+	default: return 0; /* an annotation of a later version */
+	}
+	a->st.last_use_ns = ev->time_ns;
+	ann_settle(m, b, a, ev->time_ns);
+	return 0;
 }
 
 /* ---- address ranges (mmap, CUDA VMM) ------------------------------------ */
@@ -338,13 +723,16 @@ static struct range_set *ranges_of(struct wsp_model *m, unsigned kind)
 	}
 }
 
-/* Blocks found by address share one table, in three name spaces: memory
- * (heap, device, managed, pinned host), registered host ranges (a malloc'd
- * buffer may also be registered) and VMM handles (opaque numbers). */
+/* Blocks found by address share one table, in four name spaces (the top
+ * two bits of the key): memory (heap, device, managed, pinned host),
+ * registered host ranges (a malloc'd buffer may also be registered), VMM
+ * handles (opaque numbers) and pool sub-allocations (inside other blocks). */
 static uint64_t block_key(unsigned kind, unsigned op, uint64_t addr)
 {
 	uint64_t space = 0;
-	if (kind == WSPROF_KIND_CUDA_VMM)
+	if (kind == WSPROF_KIND_POOL)
+		space = 3;
+	else if (kind == WSPROF_KIND_CUDA_VMM)
 		space = 2;
 	else if (kind == WSPROF_KIND_CUDA_HOST &&
 		 (op == WSPROF_OP_CU_MEM_HOST_REGISTER || op == WSPROF_OP_CU_MEM_HOST_UNREGISTER))
@@ -541,8 +929,10 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 {
 	struct wsp_kind_stats *k = &m->kinds[ev->kind];
 	struct wsp_block b = { .addr = ev->addr, .size = ev->size, .stack = ev->stack, .origin = ev->addr,
-			       .origin_size = ev->size, .tid = ev->tid, .kind = (uint8_t)ev->kind,
-			       .excluded = !caller_ok(m, t, ev->stack) };
+			       .origin_size = ev->size, .tid = ev->tid, .time_ns = ev->time_ns,
+			       .kind = (uint8_t)ev->kind, .excluded = !caller_ok(m, t, ev->stack) };
+	if (ev->kind == WSPROF_KIND_POOL)
+		b.origin = ev->handle; /* the pool it was carved from */
 	struct stash *s = stash_of(m, ev->tid, false);
 	if (s) {
 		for (size_t i = 0; i < s->n; i++) {
@@ -622,7 +1012,10 @@ static int apply_fail(struct wsp_model *m, wsprof_trace *t, const wsprof_event *
 	}
 	if (!caller_ok(m, t, ev->stack))
 		return 0;
-	m->kinds[ev->kind].failed++;
+	if (!m->kinds[ev->kind].failed++) {
+		m->kinds[ev->kind].first_fail_seq = ev->seq;
+		m->kinds[ev->kind].first_fail_time_ns = ev->time_ns;
+	}
 	if (m->per_stack) {
 		int64_t site = site_of(m, ev->kind, ev->stack);
 		if (site < 0)
@@ -659,6 +1052,7 @@ int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev
 {
 	if (ev->time_ns > m->last_time)
 		m->last_time = ev->time_ns;
+	m->seq = ev->seq;
 	/* A kind shows up once something was allocated (or failed to be). */
 	if (ev->type == WSPROF_EV_ALLOC || ev->type == WSPROF_EV_FAIL)
 		m->kinds[ev->kind].seen = true;
@@ -686,6 +1080,8 @@ int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev
 	}
 	case WSPROF_EV_DEVICE_MEMORY:
 		return note_device(m, ev);
+	case WSPROF_EV_ANNOTATE:
+		return apply_annotation(m, ev);
 	case WSPROF_EV_FORK:
 		if (wsp_grow(&m->children, &m->children_cap, m->nchildren + 1, sizeof *m->children))
 			return -ENOMEM;
@@ -719,6 +1115,34 @@ size_t wsp_model_children(const struct wsp_model *m, const uint32_t **pids)
 {
 	*pids = m->children;
 	return m->nchildren;
+}
+
+const struct wsp_ann_state *wsp_model_ann(const struct wsp_model *m, const struct wsp_block *b)
+{
+	const struct ann *a = b->has_ann ? ann_find(m, b->addr) : NULL;
+	return a ? &a->st : NULL;
+}
+
+uint64_t wsp_block_addr(const struct wsp_block *b)
+{
+	return b->addr & ~(3ull << 62);
+}
+
+uint64_t wsp_model_unknown_annotations(const struct wsp_model *m)
+{
+	return m->unknown_annotations;
+}
+
+size_t wsp_model_phases(const struct wsp_model *m, const struct wsp_phase **phases)
+{
+	*phases = m->phases;
+	return m->nphases;
+}
+
+size_t wsp_model_snapshots(const struct wsp_model *m, const struct wsp_snapshot **snapshots)
+{
+	*snapshots = m->snapshots;
+	return m->nsnapshots;
 }
 
 size_t wsp_model_devices(const struct wsp_model *m, const struct wsp_device_stats **devices)

@@ -25,8 +25,36 @@ struct wsp_kind_stats {
 	uint64_t allocations, frees, failed;
 	uint64_t total_bytes;      /* bytes requested by all allocations */
 	uint64_t live_bytes, live_blocks;
-	uint64_t peak_bytes, peak_time_ns;
+	uint64_t peak_bytes, peak_time_ns, peak_seq;
+	uint64_t first_fail_seq, first_fail_time_ns; /* valid when failed > 0 */
+	/* "Truly in use" (annotations): live minus what could be given back. */
+	uint64_t collectable_bytes;
+	uint64_t in_use_peak_bytes, in_use_peak_time_ns;
+	uint64_t collectable_at_peak; /* collectable bytes when live_bytes peaked */
 	bool seen;                 /* any event of this kind */
+};
+
+/* What the program said about a block (include/wsprof.h). */
+enum wsp_validity { WSP_VALIDITY_UNKNOWN, WSP_VALIDITY_VALID, WSP_VALIDITY_INVALID };
+struct wsp_ann_state {
+	const char *name;          /* NULL if never named */
+	int64_t refs;              /* acquires minus releases */
+	enum wsp_validity validity;
+	bool annotated;            /* acquired, released, validated or invalidated */
+	bool collectable;          /* annotated, nobody holds it, not valid */
+	uint64_t last_use_ns;      /* last annotation that used it, else its allocation */
+};
+
+struct wsp_phase {
+	char *name;
+	uint32_t tid;
+	unsigned depth;
+	uint64_t start_ns, end_ns; /* end 0 while open */
+};
+
+struct wsp_snapshot {
+	char *label;
+	uint64_t time_ns, seq;
 };
 
 struct wsp_block {
@@ -35,8 +63,10 @@ struct wsp_block {
 	uint64_t serial;           /* the allocating thread's allocation count, for "temporary" */
 	uint32_t tid;              /* the allocating thread */
 	uint32_t site;             /* index of its (kind, stack) figures, with per_stack */
+	uint64_t time_ns;          /* when it was allocated */
 	uint8_t kind;
 	bool excluded;             /* filtered out: tracked only to match its free */
+	bool has_ann;              /* the program annotated it */
 };
 
 /* Figures of one call stack (and kind), with per_stack.
@@ -84,6 +114,14 @@ const char *wsp_model_exec(const struct wsp_model *m);
 
 /* Call fn for the figures of every (kind, stack) that allocated, with per_stack. */
 void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_site_stats *, void *), void *arg);
+
+/* The annotation state of a live block, or NULL if it has none. */
+const struct wsp_ann_state *wsp_model_ann(const struct wsp_model *m, const struct wsp_block *b);
+/* The address the program sees (blocks of some kinds are keyed apart). */
+uint64_t wsp_block_addr(const struct wsp_block *b);
+uint64_t wsp_model_unknown_annotations(const struct wsp_model *m);
+size_t wsp_model_phases(const struct wsp_model *m, const struct wsp_phase **phases);
+size_t wsp_model_snapshots(const struct wsp_model *m, const struct wsp_snapshot **snapshots);
 
 /* Call fn for every live block (heap blocks and mmap ranges). */
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg);

@@ -321,3 +321,147 @@ Test(sites, failures_count_for_their_stack)
 	cr_expect_eq(site(9).failed, 1);
 	cr_expect_eq(site(9).allocations, 0);
 }
+
+/* ---- annotations: truly in use ------------------------------------------ */
+
+static void ann(unsigned op, uint32_t tid, uint64_t addr, const char *text)
+{
+	wsprof_event e = { .type = WSPROF_EV_ANNOTATE, .op = op, .tid = tid, .seq = ++seq, .time_ns = seq,
+			   .addr = addr, .text = text };
+	cr_assert_eq(wsp_model_apply(m, NULL, &e), 0);
+}
+
+Test(model, acquire_and_release_make_a_block_collectable)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x1000, 100);
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x2000, 50);
+	ann(WSPROF_ANN_ACQUIRE, 1, 0x1000, NULL);
+	ann(WSPROF_ANN_ACQUIRE, 1, 0x1000, NULL);
+	ann(WSPROF_ANN_RELEASE, 1, 0x1000, NULL);
+	cr_expect_eq(heap()->collectable_bytes, 0, "still held once");
+	ann(WSPROF_ANN_RELEASE, 1, 0x1000, NULL);
+	cr_expect_eq(heap()->collectable_bytes, 100, "no holder after a release");
+	cr_expect_eq(heap()->in_use_peak_bytes, 150);
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x3000, 30);       /* live 180, of which 100 collectable */
+	cr_expect_eq(heap()->peak_bytes, 180);
+	cr_expect_eq(heap()->collectable_at_peak, 100);
+	cr_expect_eq(heap()->in_use_peak_bytes, 150, "in use stayed at 150 (80 now)");
+	ann(WSPROF_ANN_ACQUIRE, 1, 0x1000, NULL);    /* held again: in use 180 */
+	cr_expect_eq(heap()->collectable_bytes, 0);
+	cr_expect_eq(heap()->in_use_peak_bytes, 180);
+	ann(WSPROF_ANN_RELEASE, 1, 0x1000, NULL);
+	ev(WSPROF_EV_FREE, 0, 1, 0x1000, 0);         /* a collectable block goes */
+	cr_expect_eq(heap()->collectable_bytes, 0);
+	cr_expect_eq(heap()->live_bytes, 80);
+}
+
+Test(model, valid_keeps_a_block_in_use_and_invalid_lets_it_go)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x1000, 100);
+	ann(WSPROF_ANN_VALID, 1, 0x1000, NULL);
+	cr_expect_eq(heap()->collectable_bytes, 0);
+	ann(WSPROF_ANN_ACQUIRE, 1, 0x1000, NULL);
+	ann(WSPROF_ANN_INVALID, 1, 0x1000, NULL);
+	cr_expect_eq(heap()->collectable_bytes, 0, "invalid but held");
+	ann(WSPROF_ANN_RELEASE, 1, 0x1000, NULL);
+	cr_expect_eq(heap()->collectable_bytes, 100, "invalid and nobody holds it");
+	ann(WSPROF_ANN_VALID, 1, 0x1000, NULL);
+	cr_expect_eq(heap()->collectable_bytes, 0, "valid again");
+}
+
+struct live_name {
+	const char *name;
+	int64_t refs;
+};
+
+static void note_name(const struct wsp_block *b, void *arg)
+{
+	const struct wsp_ann_state *st = wsp_model_ann(m, b);
+	struct live_name *g = arg;
+	if (st) {
+		g->name = st->name;
+		g->refs = st->refs;
+	}
+}
+
+Test(model, names_and_touches_do_not_change_what_is_in_use)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x1000, 100);
+	ann(WSPROF_ANN_NAME, 1, 0x1000, "weights");
+	ann(WSPROF_ANN_TOUCH, 1, 0x1000, NULL);
+	cr_expect_eq(heap()->collectable_bytes, 0);
+	struct live_name got = { NULL, -1 };
+	wsp_model_each_live(m, note_name, &got);
+	cr_expect_str_eq(got.name, "weights");
+	cr_expect_eq(got.refs, 0);
+}
+
+Test(model, interior_pointers_reach_their_block_and_unknown_ones_are_counted)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x10000, 0x1000);
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x20000, 0x100);
+	ann(WSPROF_ANN_ACQUIRE, 1, 0x10800, NULL);   /* inside the first block */
+	ann(WSPROF_ANN_RELEASE, 1, 0x10fff, NULL);   /* its last byte */
+	cr_expect_eq(heap()->collectable_bytes, 0x1000);
+	ann(WSPROF_ANN_ACQUIRE, 1, 0x11000, NULL);   /* just past it */
+	ann(WSPROF_ANN_ACQUIRE, 1, 0x5, NULL);
+	cr_expect_eq(wsp_model_unknown_annotations(m), 2);
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x30000, 0x100);   /* blocks made after interior lookups began */
+	ann(WSPROF_ANN_INVALID, 1, 0x30010, NULL);
+	cr_expect_eq(heap()->collectable_bytes, 0x1100);
+	ev(WSPROF_EV_FREE, 0, 1, 0x10000, 0);
+	ann(WSPROF_ANN_ACQUIRE, 1, 0x10800, NULL);   /* freed: unknown now */
+	cr_expect_eq(wsp_model_unknown_annotations(m), 3);
+	cr_expect_eq(heap()->collectable_bytes, 0x100);
+}
+
+static void pool_ev(int type, uint64_t pool, uint64_t addr, uint64_t size)
+{
+	wsprof_event e = { .type = type, .kind = WSPROF_KIND_POOL, .tid = 1, .seq = ++seq, .time_ns = seq,
+			   .addr = addr, .size = size, .handle = pool,
+			   .op = type == WSPROF_EV_ALLOC ? WSPROF_OP_POOL_ALLOC : WSPROF_OP_POOL_FREE };
+	cr_assert_eq(wsp_model_apply(m, NULL, &e), 0);
+}
+
+Test(model, pool_sub_allocations_are_their_own_kind_inside_their_slab)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x10000, 0x1000);   /* the slab */
+	pool_ev(WSPROF_EV_ALLOC, 0x10000, 0x10000, 0x100); /* at the slab's own address */
+	pool_ev(WSPROF_EV_ALLOC, 0x10000, 0x10100, 0x200);
+	const struct wsp_kind_stats *pool = wsp_model_kind(m, WSPROF_KIND_POOL);
+	cr_expect_eq(pool->live_bytes, 0x300);
+	cr_expect_eq(heap()->live_bytes, 0x1000, "the slab keeps its own kind");
+	ann(WSPROF_ANN_ACQUIRE, 1, 0x10150, NULL);    /* inside the second sub-allocation */
+	ann(WSPROF_ANN_RELEASE, 1, 0x10150, NULL);
+	cr_expect_eq(pool->collectable_bytes, 0x200);
+	cr_expect_eq(heap()->collectable_bytes, 0);
+	pool_ev(WSPROF_EV_FREE, 0x10000, 0x10000, 0);
+	cr_expect_eq(pool->frees, 1);
+	cr_expect_eq(heap()->live_bytes, 0x1000, "freeing a sub-allocation leaves the slab");
+	wsprof_event reset = { .type = WSPROF_EV_ANNOTATE, .op = WSPROF_ANN_POOL_RESET, .tid = 1, .seq = ++seq,
+			       .handle = 0x10000 };
+	cr_assert_eq(wsp_model_apply(m, NULL, &reset), 0);
+	cr_expect_eq(pool->live_bytes, 0);
+	cr_expect_eq(pool->frees, 2);
+	cr_expect_eq(pool->collectable_bytes, 0);
+}
+
+Test(model, phases_nest_per_thread_and_snapshots_are_kept)
+{
+	ann(WSPROF_ANN_PHASE_PUSH, 1, 0, "epoch 1");
+	ann(WSPROF_ANN_PHASE_PUSH, 2, 0, "loader");
+	ann(WSPROF_ANN_PHASE_PUSH, 1, 0, "forward");
+	ann(WSPROF_ANN_PHASE_POP, 1, 0, NULL);
+	ann(WSPROF_ANN_SNAPSHOT, 1, 0, "after forward");
+	ann(WSPROF_ANN_PHASE_POP, 1, 0, NULL);
+	const struct wsp_phase *p;
+	cr_assert_eq(wsp_model_phases(m, &p), 3);
+	cr_expect_str_eq(p[2].name, "forward");
+	cr_expect_eq(p[2].depth, 1);
+	cr_expect_eq(p[1].depth, 0, "another thread's phases nest apart");
+	cr_expect(p[0].end_ns > p[2].end_ns);
+	cr_expect_eq(p[1].end_ns, 0, "still open");
+	const struct wsp_snapshot *s;
+	cr_assert_eq(wsp_model_snapshots(m, &s), 1);
+	cr_expect_str_eq(s[0].label, "after forward");
+}
