@@ -82,6 +82,10 @@ static void print_json(const struct wsp_loaded *l)
 		wsp_json_uint(&j, "leaked_bytes", s->live_bytes);
 		wsp_json_uint(&j, "leaked_blocks", s->live_blocks);
 		wsp_json_uint(&j, "total_bytes", s->total_bytes);
+		wsp_json_uint(&j, "in_use_peak_bytes", s->in_use_peak_bytes);
+		wsp_json_seconds(&j, "in_use_peak_time_s", s->in_use_peak_time_ns);
+		wsp_json_uint(&j, "collectable_bytes_at_peak", s->collectable_at_peak);
+		wsp_json_uint(&j, "collectable_bytes_at_end", s->collectable_bytes);
 		if (k == WSPROF_KIND_CUDA_VMM) {
 			const struct wsp_kind_stats *map = wsp_model_kind(l->model, WSPROF_KIND_CUDA_VMM_MAPPED);
 			const struct wsp_kind_stats *res = wsp_model_kind(l->model, WSPROF_KIND_CUDA_VMM_RESERVED);
@@ -110,6 +114,21 @@ static void print_json(const struct wsp_loaded *l)
 	}
 	wsp_json_end_array(&j);
 	wsp_json_uint(&j, "untracked_frees", wsp_model_untracked_frees(l->model));
+	const struct wsp_phase *phases;
+	const struct wsp_snapshot *snaps;
+	size_t nphases = wsp_model_phases(l->model, &phases), nsnaps = wsp_model_snapshots(l->model, &snaps);
+	wsp_json_begin_object(&j, "annotations");
+	wsp_json_uint(&j, "unknown_addresses", wsp_model_unknown_annotations(l->model));
+	wsp_json_uint(&j, "phases", nphases);
+	wsp_json_begin_array(&j, "snapshots");
+	for (size_t i = 0; i < nsnaps; i++) {
+		wsp_json_begin_object(&j, NULL);
+		wsp_json_string(&j, "label", snaps[i].label);
+		wsp_json_seconds(&j, "time_s", snaps[i].time_ns);
+		wsp_json_end_object(&j);
+	}
+	wsp_json_end_array(&j);
+	wsp_json_end_object(&j);
 	const uint32_t *kids;
 	size_t n = wsp_model_children(l->model, &kids);
 	wsp_json_begin_array(&j, "children");
@@ -157,6 +176,19 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	}
 	if (!any)
 		printf("  (no allocations recorded)\n");
+	bool told = false;
+	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
+		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);
+		if (!s->seen || is_address_range_kind(k) || s->in_use_peak_bytes == s->peak_bytes)
+			continue;
+		printf("%s  %-12s truly in use at most %s (the program says the rest could be given back: %s at the peak)\n",
+		       told ? "" : "\n", wsprof_kind_name(k), wsp_human_bytes(a, sizeof a, s->in_use_peak_bytes),
+		       wsp_human_bytes(b, sizeof b, s->collectable_at_peak));
+		told = true;
+	}
+	uint64_t unknown = wsp_model_unknown_annotations(l->model);
+	if (unknown)
+		printf("\n  annotations of addresses in no live block: %s\n", wsp_group_digits(a, sizeof a, unknown));
 	const struct wsp_kind_stats *map = wsp_model_kind(l->model, WSPROF_KIND_CUDA_VMM_MAPPED);
 	const struct wsp_kind_stats *res = wsp_model_kind(l->model, WSPROF_KIND_CUDA_VMM_RESERVED);
 	if (map->seen || res->seen)
