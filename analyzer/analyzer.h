@@ -32,6 +32,10 @@ struct wsp_loaded {
  * truncated or damaged but partly readable. */
 int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols, struct wsp_loaded *out);
 void wsp_loaded_free(struct wsp_loaded *l);
+/* The same, stopping after the event numbered stop_seq, or before the
+ * first event later than stop_time_ns (UINT64_MAX: no stop). */
+int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool symbols, uint64_t stop_seq,
+		   uint64_t stop_time_ns, struct wsp_loaded *out);
 
 /* A kind by name ("heap"), with a one-line error. @return 0 or -1. */
 int wsp_parse_kind(const char *s, unsigned *kind);
@@ -45,5 +49,6 @@ int wsp_cmd_summary(int argc, char **argv);
 int wsp_cmd_callsites(int argc, char **argv);
 int wsp_cmd_leaks(int argc, char **argv);
 int wsp_cmd_flame(int argc, char **argv);
+int wsp_cmd_state(int argc, char **argv);
 
 #endif

@@ -10,6 +10,12 @@
 
 int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols, struct wsp_loaded *out)
 {
+	return wsp_load_until(path, opt, symbols, UINT64_MAX, UINT64_MAX, out);
+}
+
+int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool symbols, uint64_t stop_seq,
+		   uint64_t stop_time_ns, struct wsp_loaded *out)
+{
 	memset(out, 0, sizeof *out);
 	out->path = path;
 	int err = wsprof_trace_open(path, &out->trace);
@@ -27,11 +33,13 @@ int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols
 	}
 	wsprof_event ev;
 	while ((err = wsprof_trace_next(out->trace, &ev)) > 0) {
+		if (ev.time_ns > stop_time_ns)
+			break;
 		err = wsp_model_apply(out->model, out->trace, &ev);
 		/* Bind addresses to the modules loaded now: a library may be gone at the end. */
 		if (!err && out->syms && (ev.type == WSPROF_EV_ALLOC || ev.type == WSPROF_EV_FAIL))
 			err = wsp_syms_note_stack(out->syms, out->trace, ev.stack);
-		if (err < 0)
+		if (err < 0 || ev.seq == stop_seq)
 			break;
 	}
 	if (err < 0) {

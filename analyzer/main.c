@@ -19,6 +19,7 @@ static const struct command reports[] = {
 	{ "callsites", wsp_cmd_callsites, "allocation sites by peak, allocations, bytes, leaks or temporaries" },
 	{ "leaks", wsp_cmd_leaks, "blocks live at the end, grouped by call stack" },
 	{ "flame", wsp_cmd_flame, "a flame graph (SVG) or folded stacks of the allocations" },
+	{ "state", wsp_cmd_state, "every live block at a moment, and what could be given back" },
 };
 
 static void usage(FILE *out)

@@ -212,6 +212,13 @@ int wsp_cmd_record(int argc, char **argv)
 	sprintf(ld, "%s%s%s", preload, old && *old ? ":" : "", old && *old ? old : "");
 	setenv("LD_PRELOAD", ld, 1);
 	free(ld);
+	/* NVTX loads one tool, named here; one the user chose (Nsight) wins. */
+	const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+	if (nvtx && *nvtx)
+		fprintf(stderr, "wsprof: NVTX_INJECTION64_PATH is already set (%s); NVTX pools and ranges go to that tool, "
+			"not to wsprof\n", nvtx);
+	else
+		setenv("NVTX_INJECTION64_PATH", preload, 1);
 
 	pid_t pid = fork();
 	if (pid < 0) {
