@@ -2,7 +2,8 @@
 # dev.sh - set up wsprof on a Debian 12 machine and use it.
 #
 #   ./dev.sh demo   install what is missing, build, record the bundled
-#                   example workload and write its report (prints where)
+#                   example workload (examples/taskrt) and write its report
+#                   (prints where)
 #   ./dev.sh test   install what is missing, build, run the whole test suite
 #
 # Install steps live here and nowhere else: a fresh machine needs only this.
@@ -40,21 +41,26 @@ demo() {
 	out="$BUILD/demo"
 	mkdir -p "$out"
 	rm -f "$out/example.wsp" "$out"/example.wsp.*
-	"$BUILD/analyzer/wsprof" record -o "$out/example.wsp" -- "$BUILD/examples/cache_server" 4 2000
 	w="$BUILD/analyzer/wsprof"
+	# A small task runtime (examples/taskrt.c): caches climb, truly-in-use memory does not.
+	"$w" record -o "$out/example.wsp" -- "$BUILD/examples/taskrt"
+	"$w" report summary "$out/example.wsp" >"$out/summary.txt"
 	{
-		"$w" report summary "$out/example.wsp"
+		cat "$out/summary.txt"
 		echo
 		"$w" report callsites --top 10 "$out/example.wsp"
 		echo
 		"$w" report leaks --top 5 "$out/example.wsp"
+		echo
+		"$w" report state --at peak "$out/example.wsp"
 	} >"$out/report.txt"
 	"$w" report summary --json "$out/example.wsp" >"$out/report.json"
 	"$w" report flame "$out/example.wsp" -o "$out/flame.svg" 2>/dev/null
-	cat "$out/report.txt"
+	cat "$out/summary.txt"
 	echo
 	echo "dev.sh: trace  $(pwd)/$out/example.wsp"
-	echo "dev.sh: report $(pwd)/$out/report.txt (and report.json, flame.svg)"
+	echo "dev.sh: report $(pwd)/$out/report.txt (summary, call sites, leaks, memory state at the peak;"
+	echo "               also report.json and the flame graph flame.svg)"
 }
 
 case "${1:-}" in

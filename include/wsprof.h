@@ -90,7 +90,8 @@ __attribute__((unused)) static const wsprof_annotation_api_v1 *wsprof__api = WSP
 __attribute__((unused, noinline)) static const wsprof_annotation_api_v1 *wsprof__resolve(void)
 {
 	typedef const wsprof_annotation_api_v1 *(*entry_fn)(void);
-	entry_fn entry = (entry_fn)dlsym(RTLD_DEFAULT, WSPROF_ANNOTATION_ENTRY);
+	/* __extension__: ISO C has no cast from an object to a function pointer; POSIX dlsym needs one. */
+	entry_fn entry = __extension__(entry_fn)dlsym(RTLD_DEFAULT, WSPROF_ANNOTATION_ENTRY);
 	const wsprof_annotation_api_v1 *api = entry ? entry() : NULL;
 	if (api && api->size < sizeof *api)
 		api = NULL; /* an older library than this header: stay silent */
