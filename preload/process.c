@@ -51,6 +51,21 @@ static void start(pid_t parent_traced)
 	wsp_writer_start_thread();
 }
 
+/* Loaded by the dynamic loader ahead of the program (LD_PRELOAD or
+ * /etc/ld.so.preload), not dlopen'd by something else (NVTX injection). A
+ * preloaded wsprof comes before libc in the global scope, so the global
+ * "dlopen" is ours. (Looking up one of our own names would not tell: a
+ * library's dlsym also searches the library's own scope.) */
+static bool is_preloaded(void)
+{
+	const char *env = getenv("LD_PRELOAD");
+	if (env && strstr(env, "libwsprof"))
+		return true;
+	Dl_info found, self;
+	void *p = dlsym(RTLD_DEFAULT, "dlopen");
+	return p && dladdr(p, &found) && dladdr((void *)is_preloaded, &self) && found.dli_fbase == self.dli_fbase;
+}
+
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -66,6 +81,10 @@ bool wsp_ready(void)
 	if (!atomic_compare_exchange_strong(&wsp_state, &expected, WSP_STARTING))
 		return false; /* another thread is starting: pass through meanwhile */
 	wsp_real_resolve();
+	if (!is_preloaded()) { /* its hooks see nothing: a trace would be empty */
+		atomic_store(&wsp_state, WSP_OFF);
+		return false;
+	}
 	wsp_config_load();
 	wsp_stacks_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -185,7 +204,8 @@ static bool is_wsprof_entry(const char *s, size_t n)
 }
 
 /* A copy of envp whose LD_PRELOAD no longer names libwsprof (dropped when
- * that empties it). One block of our own pages: free with env_free(). */
+ * that empties it), without an NVTX_INJECTION64_PATH naming libwsprof.
+ * One block of our own pages: free with env_free(). */
 char **wsp_env_without_preload(char *const envp[])
 {
 	size_t n = 0, bytes = 0;
@@ -200,6 +220,9 @@ char **wsp_env_without_preload(char *const envp[])
 	char **out = (char **)(block + 1), *text = (char *)(out + n + 1);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
+		if (strncmp(envp[i], "NVTX_INJECTION64_PATH=", 22) == 0 &&
+		    is_wsprof_entry(envp[i] + 22, strlen(envp[i] + 22)))
+			continue;
 		if (strncmp(envp[i], "LD_PRELOAD=", 11) != 0) {
 			out[k++] = envp[i];
 			continue;
