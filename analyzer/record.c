@@ -30,7 +30,8 @@ static void usage(FILE *out)
 	      "      --stack-depth N frames per call stack, 1..256 (default 64)\n"
 	      "      --flush-ms N    write what was recorded at least every N ms (default 200)\n"
 	      "environment: WSPROF_PRELOAD names the preload library to use instead of the one found\n"
-	      "next to this program.\n", out);
+	      "next to this program. NVTX_INJECTION64_PATH is set to it too, so NVTX memory heaps and\n"
+	      "ranges reach wsprof, unless it is already set (another NVTX tool keeps it).\n", out);
 }
 
 static bool is_file(const char *p)
