@@ -42,6 +42,8 @@ int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool s
 		if (err < 0 || ev.seq == stop_seq)
 			break;
 	}
+	if (err >= 0)
+		err = wsp_model_finish(out->model);
 	if (err < 0) {
 		fprintf(stderr, "wsprof: %s: %s while reading\n", path, wsprof_strerror(err));
 		wsp_loaded_free(out);

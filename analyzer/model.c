@@ -97,6 +97,11 @@ struct wsp_model {
 	struct wsp_snapshot *snapshots;
 	size_t nsnapshots, snapshots_cap;
 
+	uint64_t wss_bucket_ns;
+	struct wsp_wss *wss;
+	struct wsp_rss_point *rss;
+	size_t nrss, rss_cap;
+
 	struct stash *stashes;
 	size_t nstashes;
 
@@ -134,6 +139,7 @@ struct wsp_model *wsp_model_new(const struct wsp_model_options *opt)
 	if (m && opt) {
 		m->callers = opt->callers;
 		m->per_stack = opt->per_stack;
+		m->wss_bucket_ns = opt->wss_bucket_ns;
 	}
 	return m;
 }
@@ -161,6 +167,8 @@ void wsp_model_free(struct wsp_model *m)
 	for (size_t i = 0; i < m->nsnapshots; i++)
 		free(m->snapshots[i].label);
 	free(m->snapshots);
+	wsp_wss_free(m->wss);
+	free(m->rss);
 	free(m->ccache);
 	free(m->sites);
 	free(m->site_index);
@@ -401,6 +409,22 @@ static uint32_t treap_erase(struct treap *t, uint32_t at, uint64_t key)
 		return joined;
 	}
 	return at;
+}
+
+/* The least key not below x, or 0. */
+static uint64_t treap_ceil(const struct treap *t, uint64_t x)
+{
+	uint64_t best = 0;
+	for (uint32_t at = t->root; at;) {
+		const struct treap_node *a = &t->v[at - 1];
+		if (a->key >= x) {
+			best = a->key;
+			at = a->left;
+		} else {
+			at = a->right;
+		}
+	}
+	return best;
 }
 
 /* The greatest key not above x, or 0. */
@@ -824,6 +848,81 @@ static int range_add(struct wsp_model *m, struct range_set *rs, const struct wsp
 	return err ? err : range_insert_at(rs, range_first_after(rs, b->addr), b);
 }
 
+/* ---- access samples --------------------------------------------------- */
+
+/* Call fn for each live block (memory name space, and mmap ranges) that
+ * overlaps [addr, addr+len), with the bytes of the overlap. */
+static int each_overlap(struct wsp_model *m, uint64_t addr, uint64_t len,
+			void (*fn)(struct wsp_model *, struct wsp_block *, uint64_t, void *), void *arg)
+{
+	if (addr >> 62 || !len)
+		return 0;
+	if (!m->ordered && build_ordered(m))
+		return -ENOMEM;
+	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
+	uint64_t k = treap_floor(&m->by_addr[0], addr);
+	if (!k || (k >> 62))
+		k = treap_ceil(&m->by_addr[0], addr);
+	for (; k && k < end && !(k >> 62); k = treap_ceil(&m->by_addr[0], k + 1)) {
+		struct wsp_block *b = heap_find(m, k);
+		if (!b || b->addr + b->size <= addr)
+			continue;
+		uint64_t lo = b->addr > addr ? b->addr : addr, hi = b->addr + b->size < end ? b->addr + b->size : end;
+		fn(m, b, hi - lo, arg);
+	}
+	struct range_set *rs = &m->ranges[0];
+	for (size_t i = range_first_after(rs, addr); i < rs->n && rs->v[i].addr < end; i++) {
+		struct wsp_block *b = &rs->v[i];
+		uint64_t lo = b->addr > addr ? b->addr : addr, hi = b->addr + b->size < end ? b->addr + b->size : end;
+		fn(m, b, hi - lo, arg);
+	}
+	return 0;
+}
+
+static void note_access(struct wsp_model *m, struct wsp_block *b, uint64_t bytes, void *arg)
+{
+	(void)m;
+	b->last_access_ns = *(const uint64_t *)arg;
+	if (bytes > b->accessed_bytes)
+		b->accessed_bytes = bytes;
+}
+
+struct attribution {
+	uint64_t *kind_bytes, attributed;
+};
+
+static void add_to_kind(struct wsp_model *m, struct wsp_block *b, uint64_t bytes, void *arg)
+{
+	(void)m;
+	struct attribution *a = arg;
+	a->kind_bytes[b->kind] += bytes;
+	a->attributed += bytes;
+}
+
+static uint64_t attribute(void *ctx, uint64_t addr, uint64_t len, uint64_t *kind_bytes)
+{
+	struct attribution a = { kind_bytes, 0 };
+	each_overlap(ctx, addr, len, add_to_kind, &a);
+	return len > a.attributed ? len - a.attributed : 0;
+}
+
+static int apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev)
+{
+	if (!m->wss) {
+		uint64_t bucket = m->wss_bucket_ns;
+		if (!bucket && t)
+			bucket = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
+		if (!(m->wss = wsp_wss_new(bucket, attribute, m)))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < ev->nregions; i++) {
+		int err = each_overlap(m, ev->regions[i].addr, ev->regions[i].len, note_access, (void *)&ev->time_ns);
+		if (err)
+			return err;
+	}
+	return wsp_wss_add(m->wss, ev->op, ev->time_ns, ev->size, ev->regions, ev->nregions);
+}
+
 /* ---- realloc/mremap in flight ----------------------------------------- */
 
 static struct stash *stash_of(struct wsp_model *m, uint32_t tid, bool create)
@@ -1082,6 +1181,13 @@ int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev
 		return note_device(m, ev);
 	case WSPROF_EV_ANNOTATE:
 		return apply_annotation(m, ev);
+	case WSPROF_EV_ACCESS:
+		return apply_access(m, t, ev);
+	case WSPROF_EV_RSS:
+		if (wsp_grow(&m->rss, &m->rss_cap, m->nrss + 1, sizeof *m->rss))
+			return -ENOMEM;
+		m->rss[m->nrss++] = (struct wsp_rss_point){ ev->time_ns, ev->size };
+		return 0;
 	case WSPROF_EV_FORK:
 		if (wsp_grow(&m->children, &m->children_cap, m->nchildren + 1, sizeof *m->children))
 			return -ENOMEM;
@@ -1143,6 +1249,22 @@ size_t wsp_model_snapshots(const struct wsp_model *m, const struct wsp_snapshot 
 {
 	*snapshots = m->snapshots;
 	return m->nsnapshots;
+}
+
+const struct wsp_wss *wsp_model_wss(const struct wsp_model *m)
+{
+	return m->wss;
+}
+
+size_t wsp_model_rss(const struct wsp_model *m, const struct wsp_rss_point **points)
+{
+	*points = m->rss;
+	return m->nrss;
+}
+
+int wsp_model_finish(struct wsp_model *m)
+{
+	return m->wss ? wsp_wss_finish(m->wss) : 0;
 }
 
 size_t wsp_model_devices(const struct wsp_model *m, const struct wsp_device_stats **devices)

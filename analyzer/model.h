@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "wsprof/trace.h"
+#include "wss.h"
 
 struct wsp_kind_stats {
 	uint64_t allocations, frees, failed;
@@ -64,6 +65,8 @@ struct wsp_block {
 	uint32_t tid;              /* the allocating thread */
 	uint32_t site;             /* index of its (kind, stack) figures, with per_stack */
 	uint64_t time_ns;          /* when it was allocated */
+	uint64_t last_access_ns;   /* end of the last window it was accessed in; 0: never */
+	uint64_t accessed_bytes;   /* the most of it accessed in one window */
 	uint8_t kind;
 	bool excluded;             /* filtered out: tracked only to match its free */
 	bool has_ann;              /* the program annotated it */
@@ -89,6 +92,8 @@ struct wsp_model_options {
 	const char *const *callers;
 	/* Keep figures per call stack (wsp_model_each_site). */
 	bool per_stack;
+	/* Working-set buckets: 0 for the recorder's window (wsp_model_wss). */
+	uint64_t wss_bucket_ns;
 };
 
 struct wsp_model *wsp_model_new(const struct wsp_model_options *opt);
@@ -122,6 +127,16 @@ uint64_t wsp_block_addr(const struct wsp_block *b);
 uint64_t wsp_model_unknown_annotations(const struct wsp_model *m);
 size_t wsp_model_phases(const struct wsp_model *m, const struct wsp_phase **phases);
 size_t wsp_model_snapshots(const struct wsp_model *m, const struct wsp_snapshot **snapshots);
+
+/* Working-set size over time (NULL when the trace has no access samples;
+ * complete once wsp_model_finish was called). */
+const struct wsp_wss *wsp_model_wss(const struct wsp_model *m);
+struct wsp_rss_point {
+	uint64_t time_ns, bytes;
+};
+size_t wsp_model_rss(const struct wsp_model *m, const struct wsp_rss_point **points);
+/* The end of the trace: close what is still open. @return 0 or -ENOMEM. */
+int wsp_model_finish(struct wsp_model *m);
 
 /* Call fn for every live block (heap blocks and mmap ranges). */
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg);

@@ -46,6 +46,8 @@ enum wsp_record_type {
 	WSP_REC_EXEC = 0x31,
 	WSP_REC_DEVICE_MEMORY = 0x40,
 	WSP_REC_ANNOTATE = 0x50,
+	WSP_REC_ACCESS = 0x60,
+	WSP_REC_RSS = 0x61,
 	WSP_REC_FOOTER = 0x3F,
 };
 

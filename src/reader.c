@@ -34,6 +34,7 @@ struct pending {
 	wsprof_event ev;
 	char *path;          /* owned copy for exec events */
 	struct module *mod;  /* decoded module for MODULE_LOAD */
+	wsprof_region *regions; /* owned, for ACCESS */
 };
 
 struct stack_node {
@@ -51,7 +52,7 @@ struct segment {
 struct wsprof_trace {
 	FILE *f;
 	wsprof_process proc;
-	char *exe, *cmdline, *tool_version;
+	char *exe, *cmdline, *tool_version, *access_note;
 
 	ZSTD_DCtx *dctx;
 	uint8_t *zbuf, *raw;
@@ -157,6 +158,8 @@ static void pending_release(struct pending *p)
 {
 	free(p->path);
 	p->path = NULL;
+	free(p->regions);
+	p->regions = NULL;
 	if (p->mod) {
 		module_free(p->mod);
 		free(p->mod);
@@ -246,6 +249,14 @@ static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
 			t->proc.stack_depth = (unsigned)wsp_get_field(&r);
 			t->proc.flush_ms = (unsigned)wsp_get_field(&r);
 			t->proc.follow = (unsigned)wsp_get_field(&r);
+			t->proc.access_sources = (unsigned)wsp_get_field(&r);
+			t->proc.sample_ms = (unsigned)wsp_get_field(&r);
+			t->proc.window_ms = (unsigned)wsp_get_field(&r);
+			t->proc.max_regions = (unsigned)wsp_get_field(&r);
+			free(t->access_note);
+			t->access_note = get_string(&r);
+			if (!t->access_note)
+				return -ENOMEM;
 		}
 		if (r.bad)
 			return WSPROF_E_CORRUPT;
@@ -307,6 +318,7 @@ int wsprof_trace_open(const char *path, wsprof_trace **out)
 	t->proc.exe = t->exe ? t->exe : "";
 	t->proc.cmdline = t->cmdline ? t->cmdline : "";
 	t->proc.tool_version = t->tool_version ? t->tool_version : "";
+	t->proc.access_note = t->access_note ? t->access_note : "";
 	*out = t;
 	return 0;
 }
@@ -449,6 +461,33 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		}
 		break;
 	}
+	case WSP_REC_ACCESS: {
+		p->ev.type = WSPROF_EV_ACCESS;
+		p->ev.op = (unsigned)wsp_get_field(r);
+		p->ev.size = wsp_get_field(r);
+		uint64_t n = wsp_get_field(r);
+		if (n > (uint64_t)(r->end - r->p) / 2) { /* each region takes two bytes at least */
+			r->bad = true;
+			break;
+		}
+		p->regions = malloc((n ? n : 1) * sizeof *p->regions);
+		if (!p->regions) {
+			err = -ENOMEM;
+			break;
+		}
+		uint64_t end = 0;
+		for (uint64_t i = 0; i < n; i++) {
+			p->regions[i].addr = end + wsp_get_field(r);
+			p->regions[i].len = wsp_get_field(r);
+			end = p->regions[i].addr + p->regions[i].len;
+		}
+		p->ev.nregions = (size_t)n;
+		break;
+	}
+	case WSP_REC_RSS:
+		p->ev.type = WSPROF_EV_RSS;
+		p->ev.size = wsp_get_field(r);
+		break;
 	case WSP_REC_DEVICE_MEMORY:
 		p->ev.type = WSPROF_EV_DEVICE_MEMORY;
 		p->ev.device = (int)wsp_get_field(r) - 1;
@@ -555,7 +594,7 @@ static int decode_some(wsprof_trace *t)
 		case WSP_REC_ALLOC: case WSP_REC_FREE: case WSP_REC_MOVE: case WSP_REC_FAIL:
 		case WSP_REC_UNMAP: case WSP_REC_MODULE_LOAD: case WSP_REC_MODULE_UNLOAD:
 		case WSP_REC_FORK: case WSP_REC_EXEC: case WSP_REC_STREAM_REACHED: case WSP_REC_DEVICE_MEMORY:
-		case WSP_REC_ANNOTATE:
+		case WSP_REC_ANNOTATE: case WSP_REC_ACCESS: case WSP_REC_RSS:
 			if (!seg->open)
 				return WSPROF_E_CORRUPT;
 			err = decode_event(t, seg, type, &r);
@@ -710,6 +749,7 @@ int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
 		ev->text = ev->path;
 		ev->path = NULL;
 	}
+	ev->regions = t->current.regions;
 	if (ev->type == WSPROF_EV_MODULE_LOAD) {
 		/* Point the event at the table's copy, which outlives it. */
 		if (apply_module(t, &t->current))
@@ -821,6 +861,7 @@ void wsprof_trace_close(wsprof_trace *t)
 	free(t->exe);
 	free(t->cmdline);
 	free(t->tool_version);
+	free(t->access_note);
 	ZSTD_freeDCtx(t->dctx);
 	if (t->f)
 		fclose(t->f);

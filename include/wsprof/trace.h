@@ -101,7 +101,27 @@ enum wsprof_event_type {
 	WSPROF_EV_DEVICE_MEMORY, /* device, device_free, device_total: a sample */
 	WSPROF_EV_STREAM_REACHED, /* kind, op, addr, stream: a stream got to an async alloc/free */
 	WSPROF_EV_ANNOTATE,   /* op (enum wsprof_annotation), addr, size, handle (pool), text */
+	WSPROF_EV_ACCESS,     /* op (enum wsprof_access_source), size (window ns), regions, nregions */
+	WSPROF_EV_RSS,        /* size (resident bytes) */
 };
+
+/* Where an access sample comes from. */
+enum wsprof_access_source {
+	WSPROF_ACCESS_WRITES = 0,   /* pages written (userfaultfd write-protect + PAGEMAP_SCAN): exact */
+	WSPROF_ACCESS_DAMON = 1,    /* regions DAMON saw accessed (reads and writes, sampled) */
+	WSPROF_ACCESS_INFERRED = 2, /* device blocks passed to a kernel launch: may have been touched */
+	WSPROF_ACCESS_SOURCE_COUNT
+};
+
+/* Bits of wsprof_process.access_sources: which sources the recorder had. */
+#define WSPROF_SOURCE_WRITES (1u << 0)
+#define WSPROF_SOURCE_DAMON (1u << 1)
+#define WSPROF_SOURCE_ANNOTATIONS (1u << 2)
+#define WSPROF_SOURCE_KERNEL_LAUNCHES (1u << 3)
+
+typedef struct wsprof_region {
+	uint64_t addr, len;
+} wsprof_region;
 
 /* What an ANNOTATE event says (wsprof.h, or NVTX). */
 enum wsprof_annotation {
@@ -138,6 +158,8 @@ typedef struct wsprof_event {
 	uint32_t child_pid;
 	const char *path;    /* valid until the next wsprof_trace_next() */
 	const char *text;    /* an annotation's name or label, idem */
+	const wsprof_region *regions; /* an access sample's regions, sorted, idem */
+	size_t nregions;
 	const uint8_t *build_id;
 	size_t build_id_len;
 } wsprof_event;
@@ -150,6 +172,10 @@ typedef struct wsprof_process {
 	const char *tool_version;
 	unsigned format_major, format_minor;
 	unsigned stack_depth, flush_ms, follow;
+	/* Access sampling (format 1.1): WSPROF_SOURCE_* bits, its intervals and
+	 * bound, and why a source is missing ("" when none is). */
+	unsigned access_sources, sample_ms, window_ms, max_regions;
+	const char *access_note;
 } wsprof_process;
 
 typedef struct wsprof_trace_status {

@@ -1,0 +1,133 @@
+/*
+ * wss.c - see wss.h.
+ */
+#include "wss.h"
+
+#include "grow.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct wsp_wss {
+	uint64_t bucket_ns;
+	wsp_wss_attribute_fn attribute;
+	void *ctx;
+	struct wsp_wss_point *points;
+	size_t npoints, cap;
+	bool open;
+	struct wsp_wss_point cur;
+	wsprof_region *regions[WSPROF_ACCESS_SOURCE_COUNT]; /* of the open bucket */
+	size_t nregions[WSPROF_ACCESS_SOURCE_COUNT], rcap[WSPROF_ACCESS_SOURCE_COUNT];
+};
+
+struct wsp_wss *wsp_wss_new(uint64_t bucket_ns, wsp_wss_attribute_fn attribute, void *ctx)
+{
+	struct wsp_wss *w = calloc(1, sizeof *w);
+	if (w) {
+		w->bucket_ns = bucket_ns;
+		w->attribute = attribute;
+		w->ctx = ctx;
+	}
+	return w;
+}
+
+void wsp_wss_free(struct wsp_wss *w)
+{
+	if (!w)
+		return;
+	for (unsigned s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
+		free(w->regions[s]);
+	free(w->points);
+	free(w);
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	uint64_t x = ((const wsprof_region *)a)->addr, y = ((const wsprof_region *)b)->addr;
+	return x < y ? -1 : x > y;
+}
+
+/* Merge a source's regions in place (sorted, overlaps joined). @return the count. */
+static size_t merge(wsprof_region *r, size_t n)
+{
+	qsort(r, n, sizeof *r, by_addr);
+	size_t out = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (out && r[i].addr <= r[out - 1].addr + r[out - 1].len) {
+			uint64_t end = r[i].addr + r[i].len;
+			if (end > r[out - 1].addr + r[out - 1].len)
+				r[out - 1].len = end - r[out - 1].addr;
+		} else {
+			r[out++] = r[i];
+		}
+	}
+	return out;
+}
+
+static int close_bucket(struct wsp_wss *w)
+{
+	if (!w->open)
+		return 0;
+	/* Kinds are counted once over all sources: merge them all together too. */
+	wsprof_region *all = NULL;
+	size_t nall = 0, cap = 0;
+	for (unsigned s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++) {
+		size_t n = merge(w->regions[s], w->nregions[s]);
+		for (size_t i = 0; i < n; i++)
+			w->cur.bytes[s] += w->regions[s][i].len;
+		if (wsp_grow(&all, &cap, nall + n, sizeof *all)) {
+			free(all);
+			return -ENOMEM;
+		}
+		memcpy(all + nall, w->regions[s], n * sizeof *all);
+		nall += n;
+		w->nregions[s] = 0;
+	}
+	nall = merge(all, nall);
+	for (size_t i = 0; i < nall; i++)
+		w->cur.unattributed_bytes += w->attribute(w->ctx, all[i].addr, all[i].len, w->cur.kind_bytes);
+	free(all);
+	if (wsp_grow(&w->points, &w->cap, w->npoints + 1, sizeof *w->points))
+		return -ENOMEM;
+	w->points[w->npoints++] = w->cur;
+	w->open = false;
+	return 0;
+}
+
+int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t window_ns, const wsprof_region *r,
+		size_t n)
+{
+	if (source >= WSPROF_ACCESS_SOURCE_COUNT)
+		return 0;
+	uint64_t start = end_ns > window_ns ? end_ns - window_ns : 0;
+	if (w->open && (w->bucket_ns ? start >= w->cur.start_ns + w->bucket_ns : start >= w->cur.end_ns)) {
+		int err = close_bucket(w);
+		if (err)
+			return err;
+	}
+	if (!w->open) {
+		memset(&w->cur, 0, sizeof w->cur);
+		w->cur.start_ns = start;
+		w->open = true;
+	}
+	if (end_ns > w->cur.end_ns)
+		w->cur.end_ns = end_ns;
+	if (wsp_grow(&w->regions[source], &w->rcap[source], w->nregions[source] + n, sizeof *r))
+		return -ENOMEM;
+	memcpy(w->regions[source] + w->nregions[source], r, n * sizeof *r);
+	w->nregions[source] += n;
+	return 0;
+}
+
+int wsp_wss_finish(struct wsp_wss *w)
+{
+	return close_bucket(w);
+}
+
+size_t wsp_wss_points(const struct wsp_wss *w, const struct wsp_wss_point **points)
+{
+	*points = w->points;
+	return w->npoints;
+}

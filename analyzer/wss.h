@@ -1,0 +1,42 @@
+/*
+ * wss.h - working-set size over time: the union of the memory accessed in
+ * each bucket of time, per access source, split by kind.
+ *
+ * Fed by the model with the ACCESS samples as they come (sorted regions of
+ * one recorded window); a bucket (the recorded window, or a multiple asked
+ * with --window) closes when a sample starts past its end, and its regions
+ * are merged so that memory accessed in several windows counts once. The
+ * kind of each byte comes from the blocks live when the bucket closes.
+ */
+#ifndef WSP_WSS_H
+#define WSP_WSS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wsprof/trace.h"
+
+struct wsp_wss_point {
+	uint64_t start_ns, end_ns;
+	uint64_t bytes[WSPROF_ACCESS_SOURCE_COUNT];  /* accessed, per source */
+	uint64_t kind_bytes[WSPROF_KIND_COUNT];      /* all sources, per kind of the block */
+	uint64_t unattributed_bytes;                 /* in no live block (allocator metadata, free memory) */
+};
+
+struct wsp_wss;
+
+/* Split [addr, addr+len) among kinds: add each kind's bytes into kind_bytes
+ * and @return the bytes that fall in no live block. */
+typedef uint64_t (*wsp_wss_attribute_fn)(void *ctx, uint64_t addr, uint64_t len, uint64_t *kind_bytes);
+
+/* bucket_ns 0: each recorded window is a bucket. */
+struct wsp_wss *wsp_wss_new(uint64_t bucket_ns, wsp_wss_attribute_fn attribute, void *ctx);
+void wsp_wss_free(struct wsp_wss *w);
+/* One sample: the window [end - window, end]. @return 0 or -ENOMEM. */
+int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t window_ns, const wsprof_region *r,
+		size_t n);
+/* Close the last bucket. */
+int wsp_wss_finish(struct wsp_wss *w);
+size_t wsp_wss_points(const struct wsp_wss *w, const struct wsp_wss_point **points);
+
+#endif
