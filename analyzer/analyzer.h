@@ -50,5 +50,6 @@ int wsp_cmd_callsites(int argc, char **argv);
 int wsp_cmd_leaks(int argc, char **argv);
 int wsp_cmd_flame(int argc, char **argv);
 int wsp_cmd_state(int argc, char **argv);
+int wsp_cmd_wss(int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const struct command reports[] = {
 	{ "leaks", wsp_cmd_leaks, "blocks live at the end, grouped by call stack" },
 	{ "flame", wsp_cmd_flame, "a flame graph (SVG) or folded stacks of the allocations" },
 	{ "state", wsp_cmd_state, "every live block at a moment, and what could be given back" },
+	{ "wss", wsp_cmd_wss, "the working set: memory accessed per window, its distribution" },
 };
 
 static void usage(FILE *out)

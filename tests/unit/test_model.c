@@ -465,3 +465,65 @@ Test(model, phases_nest_per_thread_and_snapshots_are_kept)
 	cr_assert_eq(wsp_model_snapshots(m, &s), 1);
 	cr_expect_str_eq(s[0].label, "after forward");
 }
+
+/* ---- access samples --------------------------------------------------- */
+
+static void access(uint64_t end_ns, uint64_t window_ns, const wsprof_region *r, size_t n)
+{
+	wsprof_event e = { .type = WSPROF_EV_ACCESS, .op = WSPROF_ACCESS_WRITES, .tid = 9, .seq = ++seq,
+			   .time_ns = end_ns, .size = window_ns, .regions = r, .nregions = n };
+	cr_assert_eq(wsp_model_apply(m, NULL, &e), 0);
+}
+
+static void setup_wss(void)
+{
+	struct wsp_model_options opt = { .wss_bucket_ns = 100 };
+	m = wsp_model_new(&opt);
+	seq = 0;
+}
+
+TestSuite(access, .init = setup_wss, .fini = teardown);
+
+Test(access, windows_count_each_byte_once_and_split_it_by_kind)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x10000, 0x4000);   /* heap */
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x80000, 0x2000);   /* mmap */
+	const wsprof_region w1[] = { { 0x10000, 0x1000 }, { 0x80000, 0x1000 } };
+	const wsprof_region w2[] = { { 0x10000, 0x2000 }, { 0x90000, 0x1000 } }; /* overlaps w1; a page in no block */
+	access(150, 50, w1, 2);   /* bucket [100, 200) */
+	access(200, 50, w2, 2);   /* same bucket: starts at 150 */
+	const wsprof_region w3[] = { { 0x11000, 0x1000 } };
+	access(300, 50, w3, 1);   /* starts at 250: a new bucket */
+	cr_assert_eq(wsp_model_finish(m), 0);
+	const struct wsp_wss_point *p;
+	cr_assert_eq(wsp_wss_points(wsp_model_wss(m), &p), 2);
+	cr_expect_eq(p[0].bytes[WSPROF_ACCESS_WRITES], 0x4000, "0x2000 heap + 0x1000 mmap + 0x1000 elsewhere, once each");
+	cr_expect_eq(p[0].kind_bytes[WSPROF_KIND_HEAP], 0x2000);
+	cr_expect_eq(p[0].kind_bytes[WSPROF_KIND_MMAP], 0x1000);
+	cr_expect_eq(p[0].unattributed_bytes, 0x1000);
+	cr_expect_eq(p[1].bytes[WSPROF_ACCESS_WRITES], 0x1000);
+}
+
+struct last_access {
+	uint64_t heap, maps;
+};
+
+static void note_last(const struct wsp_block *b, void *arg)
+{
+	struct last_access *l = arg;
+	*(b->kind == WSPROF_KIND_HEAP ? &l->heap : &l->maps) = b->last_access_ns;
+}
+
+Test(access, blocks_remember_when_they_were_last_accessed)
+{
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x10000, 0x4000);
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x80000, 0x2000);
+	const wsprof_region a[] = { { 0x13000, 0x8000 } }; /* the heap block's tail, and beyond */
+	access(500, 100, a, 1);
+	const wsprof_region b[] = { { 0x81000, 0x10 } };
+	access(700, 100, b, 1);
+	struct last_access got = { 1, 1 };
+	wsp_model_each_live(m, note_last, &got);
+	cr_expect_eq(got.heap, 500);
+	cr_expect_eq(got.maps, 700);
+}

@@ -1,0 +1,238 @@
+/*
+ * wssreport.c - `wsprof report wss`: how much memory the program actually
+ * touched, window by window, per access source and per kind, and the
+ * distribution (percentiles 0/25/50/75/100 and the mean, as damo prints
+ * them).
+ */
+#include "analyzer.h"
+#include "json.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const source_names[WSPROF_ACCESS_SOURCE_COUNT] = { "writes", "damon", "inferred" };
+static const char *const source_words[WSPROF_ACCESS_SOURCE_COUNT] = {
+	"written pages (exact)", "DAMON (sampled reads and writes)", "inferred from kernel launches (may be touched)",
+};
+
+struct dist {
+	uint64_t p[5]; /* 0, 25, 50, 75, 100 */
+	uint64_t mean;
+	size_t n;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentiles of v (sorted in place). */
+static struct dist distribution(uint64_t *v, size_t n)
+{
+	struct dist d = { .n = n };
+	if (!n)
+		return d;
+	qsort(v, n, sizeof *v, cmp_u64);
+	static const unsigned pct[5] = { 0, 25, 50, 75, 100 };
+	unsigned __int128 sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += v[i];
+	for (int i = 0; i < 5; i++)
+		d.p[i] = v[(size_t)((pct[i] * (n - 1) + 50) / 100)];
+	d.mean = (uint64_t)(sum / n);
+	return d;
+}
+
+/* The value of one point for one source (or all, -1) and kind (or all, -1). */
+static uint64_t value(const struct wsp_wss_point *p, int source, int kind)
+{
+	if (kind >= 0)
+		return p->kind_bytes[kind];
+	if (source >= 0)
+		return p->bytes[source];
+	uint64_t sum = 0;
+	for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
+		sum += p->bytes[s];
+	return sum;
+}
+
+static struct dist dist_of(const struct wsp_wss_point *pts, size_t n, int source, int kind)
+{
+	uint64_t *v = malloc((n ? n : 1) * sizeof *v);
+	if (!v)
+		return (struct dist){ 0 };
+	for (size_t i = 0; i < n; i++)
+		v[i] = value(&pts[i], source, kind);
+	struct dist d = distribution(v, n);
+	free(v);
+	return d;
+}
+
+static void json_dist(struct wsp_json *j, const char *key, const struct dist *d)
+{
+	static const char *const names[5] = { "p0", "p25", "p50", "p75", "p100" };
+	wsp_json_begin_object(j, key);
+	for (int i = 0; i < 5; i++)
+		wsp_json_uint(j, names[i], d->p[i]);
+	wsp_json_uint(j, "mean", d->mean);
+	wsp_json_end_object(j);
+}
+
+static void text_dist(const char *label, const struct dist *d)
+{
+	char v[6][32];
+	for (int i = 0; i < 5; i++)
+		wsp_human_bytes(v[i], sizeof v[i], d->p[i]);
+	wsp_human_bytes(v[5], sizeof v[5], d->mean);
+	printf("  %-34s %10s %10s %10s %10s %10s %10s\n", label, v[0], v[1], v[2], v[3], v[4], v[5]);
+}
+
+static void usage(FILE *out)
+{
+	fputs("usage: wsprof report wss [--window MS] [--kind KIND] [--json] TRACE\n"
+	      "  the working set: bytes accessed per window, per access source and kind, and their\n"
+	      "  distribution (percentiles 0, 25, 50, 75, 100 and the mean)\n"
+	      "  --window MS   add up the recorded windows into windows of MS milliseconds (each byte\n"
+	      "                counted once per window)\n"
+	      "  --kind KIND   only the bytes in blocks of that kind (heap, mmap, cuda_device, ...)\n", out);
+}
+
+int wsp_cmd_wss(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "window", required_argument, NULL, 'w' },
+		{ "kind", required_argument, NULL, 'k' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	uint64_t window_ms = 0;
+	unsigned kind = 0;
+	bool json = false, have_kind = false;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'w': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*optarg == '-' || *end || !v || v > 3600000) {
+				fprintf(stderr, "wsprof: --window wants milliseconds from 1 to 3600000, not '%s'\n", optarg);
+				return 2;
+			}
+			window_ms = v;
+			break;
+		}
+		case 'k': if (wsp_parse_kind(optarg, &kind)) return 2; have_kind = true; break;
+		case 'j': json = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "wsprof: report wss needs exactly one trace file\n");
+		usage(stderr);
+		return 2;
+	}
+	struct wsp_model_options mo = { .wss_bucket_ns = window_ms * 1000000u };
+	struct wsp_loaded l;
+	if (wsp_load(argv[optind], &mo, false, &l))
+		return 1;
+	const wsprof_process *p = wsprof_trace_process(l.trace);
+	const struct wsp_wss *w = wsp_model_wss(l.model);
+	const struct wsp_wss_point *pts = NULL;
+	size_t n = w ? wsp_wss_points(w, &pts) : 0;
+	int k = have_kind ? (int)kind : -1;
+	unsigned window = window_ms ? (unsigned)window_ms : p->window_ms;
+	struct dist all = dist_of(pts, n, -1, k), per[WSPROF_ACCESS_SOURCE_COUNT];
+	for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
+		per[s] = dist_of(pts, n, s, -1);
+
+	if (json) {
+		struct wsp_json j;
+		wsp_json_init(&j, stdout);
+		wsp_json_begin_object(&j, NULL);
+		wsp_json_string(&j, "report", "wss");
+		wsp_json_string(&j, "trace", l.path);
+		wsp_json_string(&j, "program", p->cmdline[0] ? p->cmdline : p->exe);
+		wsp_json_uint(&j, "window_ms", window);
+		wsp_json_string(&j, "kind", k >= 0 ? wsprof_kind_name((unsigned)k) : NULL);
+		wsp_json_begin_array(&j, "sources");
+		for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
+			if (p->access_sources & (1u << (s == WSPROF_ACCESS_INFERRED ? 3 : s)))
+				wsp_json_string(&j, NULL, source_names[s]);
+		if (p->access_sources & WSPROF_SOURCE_ANNOTATIONS)
+			wsp_json_string(&j, NULL, "annotations");
+		wsp_json_end_array(&j);
+		wsp_json_string(&j, "note", p->access_note);
+		json_dist(&j, "percentiles", &all);
+		wsp_json_begin_object(&j, "percentiles_by_source");
+		for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
+			if (per[s].p[4])
+				json_dist(&j, source_names[s], &per[s]);
+		wsp_json_end_object(&j);
+		wsp_json_begin_array(&j, "series");
+		for (size_t i = 0; i < n; i++) {
+			wsp_json_begin_object(&j, NULL);
+			wsp_json_seconds(&j, "start_s", pts[i].start_ns);
+			wsp_json_seconds(&j, "end_s", pts[i].end_ns);
+			wsp_json_uint(&j, "bytes", value(&pts[i], -1, k));
+			wsp_json_begin_object(&j, "by_source");
+			for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
+				wsp_json_uint(&j, source_names[s], pts[i].bytes[s]);
+			wsp_json_end_object(&j);
+			wsp_json_begin_object(&j, "by_kind");
+			for (unsigned kk = 0; kk < WSPROF_KIND_COUNT; kk++)
+				if (pts[i].kind_bytes[kk])
+					wsp_json_uint(&j, wsprof_kind_name(kk), pts[i].kind_bytes[kk]);
+			wsp_json_end_object(&j);
+			wsp_json_uint(&j, "unattributed", pts[i].unattributed_bytes);
+			wsp_json_end_object(&j);
+		}
+		wsp_json_end_array(&j);
+		wsp_json_end_object(&j);
+	} else {
+		wsp_print_heading(&l, "working set");
+		printf("  sources   ");
+		bool any = false;
+		for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++) {
+			if (p->access_sources & (1u << (s == WSPROF_ACCESS_INFERRED ? 3 : s))) {
+				printf("%s%s", any ? ", " : "", source_words[s]);
+				any = true;
+			}
+		}
+		printf("%sannotations (wsprof_touch)\n", any ? ", " : "");
+		if (p->access_note[0])
+			printf("  missing   %s\n", p->access_note);
+		printf("  window    %u ms, %zu windows\n\n", window, n);
+		if (!n) {
+			printf("  no access samples in this trace\n");
+		} else {
+			printf("  %-34s %10s %10s %10s %10s %10s %10s\n", "bytes accessed per window", "p0", "p25", "p50", "p75",
+			       "p100", "mean");
+			char label[64];
+			snprintf(label, sizeof label, "%s", k >= 0 ? wsprof_kind_name((unsigned)k) : "all sources");
+			text_dist(label, &all);
+			for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT && k < 0; s++)
+				if (per[s].p[4])
+					text_dist(source_words[s], &per[s]);
+			printf("\n  %10s %10s  %s\n", "time", "accessed", "by kind");
+			size_t step = n > 40 ? (n + 39) / 40 : 1; /* at most about 40 lines; --json has them all */
+			for (size_t i = 0; i < n; i += step) {
+				char b[32], kb[32];
+				printf("  %8.3f s %10s ", (double)pts[i].end_ns / 1e9, wsp_human_bytes(b, sizeof b, value(&pts[i], -1, k)));
+				for (unsigned kk = 0; kk < WSPROF_KIND_COUNT; kk++)
+					if (pts[i].kind_bytes[kk] && k < 0)
+						printf(" %s %s", wsprof_kind_name(kk), wsp_human_bytes(kb, sizeof kb, pts[i].kind_bytes[kk]));
+				printf("\n");
+			}
+			if (step > 1)
+				printf("  (every %zu-th window shown; --json lists all)\n", step);
+		}
+	}
+	wsp_loaded_free(&l);
+	return 0;
+}
