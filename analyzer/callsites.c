@@ -34,8 +34,8 @@ struct rows {
 	int err;
 };
 
-enum sort_key { BY_PEAK, BY_ALLOCATIONS, BY_BYTES, BY_LEAKED, BY_TEMPORARY };
-static const char *const sort_names[] = { "peak", "allocations", "bytes", "leaked", "temporary" };
+enum sort_key { BY_PEAK, BY_ALLOCATIONS, BY_BYTES, BY_LEAKED, BY_TEMPORARY, BY_ACCESSED, BY_COLD };
+static const char *const sort_names[] = { "peak", "allocations", "bytes", "leaked", "temporary", "accessed", "cold" };
 
 static uint64_t metric(const struct wsp_site_stats *s, enum sort_key k)
 {
@@ -45,6 +45,9 @@ static uint64_t metric(const struct wsp_site_stats *s, enum sort_key k)
 	case BY_BYTES: return s->bytes;
 	case BY_LEAKED: return s->leaked_bytes;
 	case BY_TEMPORARY: return s->temporary;
+	case BY_ACCESSED: return s->accessed_bytes;
+	/* The coldest memory first: live bytes never touched for longest. */
+	case BY_COLD: return s->leaked_bytes ? s->coldest_idle_ns : 0;
 	}
 	return 0;
 }
@@ -122,6 +125,9 @@ static void add_site(const struct wsp_site_stats *s, void *arg)
 	row->sum.peak_bytes += s->peak_bytes;
 	row->sum.leaked_bytes += s->leaked_bytes;
 	row->sum.leaked_blocks += s->leaked_blocks;
+	row->sum.accessed_bytes += s->accessed_bytes;
+	if (s->coldest_idle_ns > row->sum.coldest_idle_ns)
+		row->sum.coldest_idle_ns = s->coldest_idle_ns;
 }
 
 static enum sort_key sort_by;
@@ -194,10 +200,12 @@ struct options {
 
 static void usage_callsites(FILE *out)
 {
-	fputs("usage: wsprof report callsites [--sort peak|allocations|bytes|leaked|temporary] [--top N]\n"
+	fputs("usage: wsprof report callsites [--sort peak|allocations|bytes|leaked|temporary|accessed|cold] [--top N]\n"
 	      "                               [--full-stacks] [--kind KIND] [--json] TRACE\n"
 	      "  one row per allocation site: the first frame outside the allocator (malloc, operator new)\n"
-	      "  --sort KEY      order of the rows (default peak: bytes live when the kind peaked)\n"
+	      "  --sort KEY      order of the rows (default peak: bytes live when the kind peaked);\n"
+	      "                  accessed: bytes of the blocks live at the end seen accessed; cold: the\n"
+	      "                  live memory untouched for longest first (access samples, see report wss)\n"
 	      "  --top N         rows to show (default 20, 0 for all)\n"
 	      "  --full-stacks   one row per whole call stack, with its frames\n"
 	      "  --kind KIND     heap (default) or mmap\n"
@@ -260,7 +268,7 @@ static int parse(int argc, char **argv, bool callsites, struct options *o)
 			while (i < sizeof sort_names / sizeof *sort_names && strcmp(optarg, sort_names[i]))
 				i++;
 			if (!callsites || i == sizeof sort_names / sizeof *sort_names) {
-				fprintf(stderr, "wsprof: --sort takes peak, allocations, bytes, leaked or temporary\n");
+				fprintf(stderr, "wsprof: --sort takes peak, allocations, bytes, leaked, temporary, accessed or cold\n");
 				return 2;
 			}
 			o->sort = (enum sort_key)i;
@@ -328,6 +336,8 @@ static void callsites_json(const struct options *o, struct wsp_loaded *l, const 
 		wsp_json_uint(&j, "leaked_blocks", row->sum.leaked_blocks);
 		wsp_json_uint(&j, "temporary", row->sum.temporary);
 		wsp_json_uint(&j, "failed", row->sum.failed);
+		wsp_json_uint(&j, "accessed_bytes", row->sum.accessed_bytes);
+		wsp_json_seconds(&j, "coldest_idle_s", row->sum.coldest_idle_ns);
 		if (o->full)
 			json_stack(&j, l, row->stack);
 		wsp_json_end_object(&j);
@@ -342,11 +352,23 @@ static void callsites_text(const struct options *o, struct wsp_loaded *l, const 
 	printf("  %s: %zu %s%s, sorted by %s%s\n\n", wsprof_kind_name(o->kind), r->n,
 	       o->full ? "call stack" : "allocation site", r->n == 1 ? "" : "s", sort_names[o->sort],
 	       shown < r->n ? ", the top ones" : "");
-	printf("  %11s %11s %13s %11s %11s  %s\n", "peak", "leaked", "allocations", "temporary", "bytes",
-	       o->full ? "call stack" : "site");
+	bool access = o->sort == BY_ACCESSED || o->sort == BY_COLD;
+	if (access)
+		printf("  %11s %11s %11s %13s  %s\n", "live", "accessed", "cold for", "allocations", o->full ? "call stack" : "site");
+	else
+		printf("  %11s %11s %13s %11s %11s  %s\n", "peak", "leaked", "allocations", "temporary", "bytes",
+		       o->full ? "call stack" : "site");
 	for (size_t i = 0; i < shown; i++) {
 		const struct row *row = &r->v[i];
 		char a[32], b[32], c[32], d[32], e[32], label[1024];
+		if (access) { /* live = still allocated at the end; cold for = since its least recent access */
+			printf("  %11s %11s %9.3f s %13s  %s\n", wsp_human_bytes(a, sizeof a, row->sum.leaked_bytes),
+			       wsp_human_bytes(b, sizeof b, row->sum.accessed_bytes), (double)row->sum.coldest_idle_ns / 1e9,
+			       wsp_group_digits(c, sizeof c, row->sum.allocations), wsp_frame_label(&row->site, label, sizeof label));
+			if (o->full)
+				print_stack(l, row->stack, "      ");
+			continue;
+		}
 		printf("  %11s %11s %13s %11s %11s  %s\n", wsp_human_bytes(a, sizeof a, row->sum.peak_bytes),
 		       wsp_human_bytes(b, sizeof b, row->sum.leaked_bytes),
 		       wsp_group_digits(c, sizeof c, row->sum.allocations),

@@ -1278,8 +1278,30 @@ const char *wsp_model_exec(const struct wsp_model *m)
 	return m->exec_path;
 }
 
+struct site_access {
+	uint64_t accessed, coldest;
+};
+
+static void live_access(const struct wsp_model *m, const struct wsp_block *b, struct site_access *acc)
+{
+	if (b->excluded || b->site >= m->nsites)
+		return;
+	uint64_t seen = b->last_access_ns > b->time_ns ? b->last_access_ns : b->time_ns;
+	uint64_t idle = m->last_time > seen ? m->last_time - seen : 0;
+	acc[b->site].accessed += b->accessed_bytes < b->size ? b->accessed_bytes : b->size;
+	if (idle > acc[b->site].coldest)
+		acc[b->site].coldest = idle;
+}
+
 void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_site_stats *, void *), void *arg)
 {
+	struct site_access *acc = calloc(m->nsites ? m->nsites : 1, sizeof *acc);
+	for (size_t i = 0; acc && i < m->heap_cap; i++)
+		if (m->heap[i].addr)
+			live_access(m, &m->heap[i], acc);
+	for (size_t r = 0; acc && r < 3; r++)
+		for (size_t i = 0; i < m->ranges[r].n; i++)
+			live_access(m, &m->ranges[r].v[i], acc);
 	for (size_t i = 0; i < m->nsites; i++) {
 		const struct site *s = &m->sites[i];
 		struct wsp_site_stats st = {
@@ -1292,9 +1314,12 @@ void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_
 			.peak_bytes = s->snap_epoch == m->epoch[s->kind] ? s->snap : s->live,
 			.leaked_bytes = s->live,
 			.leaked_blocks = s->live_blocks,
+			.accessed_bytes = acc ? acc[i].accessed : 0,
+			.coldest_idle_ns = acc ? acc[i].coldest : 0,
 		};
 		fn(&st, arg);
 	}
+	free(acc);
 }
 
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg)

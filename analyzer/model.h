@@ -81,6 +81,10 @@ struct wsp_site_stats {
 	uint64_t allocations, bytes, failed, temporary;
 	uint64_t peak_bytes;       /* live when the kind's live total peaked */
 	uint64_t leaked_bytes, leaked_blocks; /* live at the end */
+	/* Of the blocks live at the end (access samples): bytes seen accessed,
+	 * and how long the longest-untouched one went without an access
+	 * (since its allocation if never). */
+	uint64_t accessed_bytes, coldest_idle_ns;
 };
 
 struct wsp_model;
