@@ -524,6 +524,10 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 	}
 	if (type <= WSP_REC_UNMAP)
 		t->events++;
+	/* Threads are the program's: wsprof's own (writer, sampler) record only
+	 * samples, never an allocation or an annotation. */
+	if (type <= WSP_REC_UNMAP || type == WSP_REC_ANNOTATE)
+		return tid_note(t, s->tid);
 	return 0;
 }
 
@@ -577,7 +581,6 @@ static int decode_some(wsprof_trace *t)
 			seg->time = wsp_get_field(&r);
 			seg->addr = 0;
 			seg->open = true;
-			err = tid_note(t, seg->tid);
 			break;
 		case WSP_REC_SYNC: {
 			uint64_t watermark = wsp_get_field(&r), time = wsp_get_field(&r);

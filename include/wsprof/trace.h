@@ -185,7 +185,7 @@ typedef struct wsprof_trace_status {
 	uint64_t chunks;     /* complete chunks read */
 	uint64_t events;     /* event records read */
 	uint64_t end_time_ns;  /* footer time, else the last event's time */
-	uint64_t threads;    /* distinct thread ids seen */
+	uint64_t threads;    /* distinct threads that allocated, freed or annotated */
 } wsprof_trace_status;
 
 typedef struct wsprof_trace wsprof_trace;
