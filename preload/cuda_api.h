@@ -20,6 +20,9 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef void (*CUhostFn)(void *user_data);
+typedef struct CUfunc_st *CUfunction;
+/* cuLaunchKernelEx's configuration; wsprof passes it on unread. */
+typedef struct CUlaunchConfig_st CUlaunchConfig;
 
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
 

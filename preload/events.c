@@ -462,6 +462,41 @@ void wsp_record_stream_reached(unsigned kind, unsigned op, uint64_t addr, uint64
 	record_release(WSP_REC_STREAM_REACHED, kind, op, (const void *)(uintptr_t)addr, stream, NULL);
 }
 
+void wsp_record_access(unsigned source, uint64_t window_ns, const struct wsp_range *regions, size_t n)
+{
+	struct wsp_thread *t = wsp_thread_self();
+	size_t need = WSP_EVENT_RECORD_MAX + n * 20;
+	uint8_t *p = t ? wsp_event_begin(t, need) : NULL;
+	if (!p)
+		return;
+	struct wsp_record_mark m;
+	p = wsp_record_open(p, WSP_REC_ACCESS, need, &m);
+	p = wsp_event_stamp(t, p);
+	p = wsp_put_varint(p, source);
+	p = wsp_put_varint(p, window_ns);
+	p = wsp_put_varint(p, n);
+	uint64_t end = 0;
+	for (size_t i = 0; i < n; i++) {
+		p = wsp_put_varint(p, regions[i].start - end);
+		p = wsp_put_varint(p, regions[i].len);
+		end = regions[i].start + regions[i].len;
+	}
+	wsp_event_end(t, wsp_record_close(p, &m), false);
+}
+
+void wsp_record_rss(uint64_t bytes)
+{
+	struct wsp_thread *t = wsp_thread_self();
+	uint8_t *p = t ? wsp_event_begin(t, WSP_EVENT_RECORD_MAX) : NULL;
+	if (!p)
+		return;
+	struct wsp_record_mark m;
+	p = wsp_record_open(p, WSP_REC_RSS, WSP_EVENT_RECORD_MAX - 2, &m);
+	p = wsp_event_stamp(t, p);
+	p = wsp_put_varint(p, bytes);
+	wsp_event_end(t, wsp_record_close(p, &m), false);
+}
+
 void wsp_record_device_memory(int device, uint64_t free_bytes, uint64_t total_bytes)
 {
 	struct wsp_thread *t = wsp_thread_self();

@@ -15,11 +15,20 @@
  * A wrapper whose real function is unknown (libcuda not loaded) returns
  * CUDA_ERROR_NOT_INITIALIZED, as the driver does before cuInit.
  *
+ * Kernel launches (cuLaunchKernel, cuLaunchKernelEx and their _ptsz
+ * variants, wrapped by the same routes; `<<<>>>` reaches cuLaunchKernel
+ * through cudart's cuGetProcAddress) add "may be touched" samples: the
+ * live device and managed blocks a launch's parameters point into (see
+ * "kernel launches" below).
+ *
  * Reentrancy: wrappers call the real function first and record with the
  * guard held, like the libc hooks. Calls made inside wsprof (the guard is
  * set) are not recorded. A failed allocation is written out at once, with
  * a sample of the device's free memory, so a program that aborts right
- * after its out-of-memory error leaves the whole history up to it.
+ * after its out-of-memory error leaves the whole history up to it. The
+ * launch samples take mutexes of their own (the live blocks, the
+ * parameter layouts, the scratch buffers), each for a short search or
+ * copy, never across a driver call.
  */
 #include "wsp.h"
 
@@ -55,7 +64,9 @@ enum fn {
 	F_MEM_HOST_ALLOC, F_MEM_FREE_HOST, F_MEM_HOST_REGISTER, F_MEM_HOST_UNREGISTER,
 	F_MEM_ALLOC_ASYNC, F_MEM_ALLOC_ASYNC_PTSZ, F_MEM_ALLOC_POOL_ASYNC, F_MEM_ALLOC_POOL_ASYNC_PTSZ,
 	F_MEM_FREE_ASYNC, F_MEM_FREE_ASYNC_PTSZ, F_MEM_CREATE, F_MEM_RELEASE, F_MEM_MAP, F_MEM_UNMAP,
-	F_MEM_ADDRESS_RESERVE, F_MEM_ADDRESS_FREE, F_GET_PROC, F_GET_PROC_V2, F_COUNT
+	F_MEM_ADDRESS_RESERVE, F_MEM_ADDRESS_FREE,
+	F_LAUNCH_KERNEL, F_LAUNCH_KERNEL_PTSZ, F_LAUNCH_KERNEL_EX, F_LAUNCH_KERNEL_EX_PTSZ,
+	F_GET_PROC, F_GET_PROC_V2, F_COUNT
 };
 
 struct slot {
@@ -90,6 +101,12 @@ CUresult cuMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, uns
 CUresult cuMemUnmap(CUdeviceptr, size_t);
 CUresult cuMemAddressReserve(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
 CUresult cuMemAddressFree(CUdeviceptr, size_t);
+CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+			void **, void **);
+CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			     CUstream, void **, void **);
+CUresult cuLaunchKernelEx(const CUlaunchConfig *, CUfunction, void **, void **);
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *, CUfunction, void **, void **);
 CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
 CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, int *);
 
@@ -116,6 +133,10 @@ static struct slot slots[F_COUNT] = {
 	SLOT(F_MEM_UNMAP, cuMemUnmap, "cuMemUnmap", 10020, 0, false),
 	SLOT(F_MEM_ADDRESS_RESERVE, cuMemAddressReserve, "cuMemAddressReserve", 10020, 0, false),
 	SLOT(F_MEM_ADDRESS_FREE, cuMemAddressFree, "cuMemAddressFree", 10020, 0, false),
+	SLOT(F_LAUNCH_KERNEL, cuLaunchKernel, "cuLaunchKernel", 4000, 0, false),
+	SLOT(F_LAUNCH_KERNEL_PTSZ, cuLaunchKernel_ptsz, "cuLaunchKernel", 4000, 0, true),
+	SLOT(F_LAUNCH_KERNEL_EX, cuLaunchKernelEx, "cuLaunchKernelEx", 11060, 0, false),
+	SLOT(F_LAUNCH_KERNEL_EX_PTSZ, cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, 0, true),
 	SLOT(F_GET_PROC, cuGetProcAddress, "cuGetProcAddress", 11030, 11999, false),
 	SLOT(F_GET_PROC_V2, cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0, false),
 };
@@ -152,6 +173,7 @@ static struct {
 	CUresult (*mem_get_info)(size_t *, size_t *);
 	CUresult (*launch_host_func)(CUstream, CUhostFn, void *);
 	CUresult (*launch_host_func_ptsz)(CUstream, CUhostFn, void *);
+	CUresult (*func_get_param_info)(CUfunction, size_t, size_t *, size_t *); /* CUDA 12.4+ */
 } drv = { .once = PTHREAD_ONCE_INIT };
 
 static void *driver_handle_of;
@@ -171,6 +193,7 @@ static void drv_resolve(void)
 	drv.mem_get_info = (CUresult(*)(size_t *, size_t *))sym(h, "cuMemGetInfo_v2");
 	drv.launch_host_func = (CUresult(*)(CUstream, CUhostFn, void *))sym(h, "cuLaunchHostFunc");
 	drv.launch_host_func_ptsz = (CUresult(*)(CUstream, CUhostFn, void *))sym(h, "cuLaunchHostFunc_ptsz");
+	drv.func_get_param_info = (CUresult(*)(CUfunction, size_t, size_t *, size_t *))sym(h, "cuFuncGetParamInfo");
 	dlclose(h);
 }
 
@@ -260,6 +283,113 @@ static void watch_stream(unsigned kind, unsigned op, uint64_t addr, CUstream str
 		on_reached(r);
 }
 
+/* ---- live device and managed blocks --------------------------------------
+ * What a kernel's parameters are looked up in: every cuda_device and
+ * cuda_managed block the program holds, as the driver handed it out
+ * (a cuMemAllocFromPoolAsync block is one block; nothing is known of a
+ * program's own sub-allocations in it). A sorted array of wsprof's own
+ * pages, searched by binary search under one mutex; at most LIVE_MAX
+ * blocks are kept, later ones are not looked up (one warning). */
+
+struct live_block {
+	uint64_t start, end;
+};
+
+#define LIVE_MIN 1024
+#define LIVE_MAX (1u << 20) /* 16 MiB of table */
+
+static struct {
+	pthread_mutex_t lock;
+	struct live_block *v; /* sorted by start, not overlapping */
+	size_t n, cap;
+	bool full;            /* LIVE_MAX was reached once */
+} live = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* The first block that ends above addr: the one holding addr, if any.
+ * Called with live.lock held. */
+static size_t live_first_above(uint64_t addr)
+{
+	size_t lo = 0, hi = live.n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (live.v[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool live_grow_locked(void)
+{
+	size_t cap = live.cap ? live.cap * 2 : LIVE_MIN;
+	struct live_block *v = cap <= LIVE_MAX ? wsp_pages_alloc(cap * sizeof *v) : NULL;
+	if (!v)
+		return false;
+	if (live.n)
+		memcpy(v, live.v, live.n * sizeof *v);
+	wsp_pages_free(live.v, live.cap * sizeof *live.v);
+	live.v = v;
+	live.cap = cap;
+	return true;
+}
+
+/* A block the driver handed out. Blocks it overlaps were freed without
+ * our knowing (a destroyed context takes its memory along): they go. */
+static void live_insert(uint64_t start, uint64_t size)
+{
+	uint64_t end = start + size;
+	if (!size || end < start)
+		return;
+	pthread_mutex_lock(&live.lock);
+	size_t i = live_first_above(start), j = i;
+	while (j < live.n && live.v[j].start < end)
+		j++;
+	bool room = j > i || live.n < live.cap || live_grow_locked();
+	if (room) {
+		memmove(&live.v[i + 1], &live.v[j], (live.n - j) * sizeof *live.v);
+		live.v[i] = (struct live_block){ start, end };
+		live.n = live.n + 1 - (j - i);
+	}
+	bool warn = !room && !live.full;
+	live.full |= !room;
+	pthread_mutex_unlock(&live.lock);
+	if (warn)
+		wsp_warn("more than %u live CUDA device blocks: kernel launches will not name the newer ones", LIVE_MAX);
+}
+
+/* Take the block starting at `start` out before the program frees it, so
+ * that an address the driver hands out again at once is never dropped by
+ * a late removal; live_put_back() returns it if the free fails.
+ * @return the block, or an empty one. */
+static struct live_block live_take(uint64_t start)
+{
+	struct live_block b = { 0, 0 };
+	pthread_mutex_lock(&live.lock);
+	size_t i = live_first_above(start);
+	if (i < live.n && live.v[i].start == start) {
+		b = live.v[i];
+		memmove(&live.v[i], &live.v[i + 1], (live.n - i - 1) * sizeof *live.v);
+		live.n--;
+	}
+	pthread_mutex_unlock(&live.lock);
+	return b;
+}
+
+static void live_put_back(struct live_block b, CUresult freed)
+{
+	if (freed != CUDA_SUCCESS && b.end)
+		live_insert(b.start, b.end - b.start);
+}
+
+static bool live_empty(void)
+{
+	pthread_mutex_lock(&live.lock);
+	bool empty = live.n == 0;
+	pthread_mutex_unlock(&live.lock);
+	return empty;
+}
+
 /* An allocation call returned `r`: record the block, or the failure. */
 static void note_alloc(void *real, unsigned kind, unsigned op, CUresult r, uint64_t addr, size_t size,
 		       CUstream stream, int device, uint64_t handle)
@@ -274,6 +404,8 @@ static void note_alloc(void *real, unsigned kind, unsigned op, CUresult r, uint6
 		tag.device = current_device();
 	if (r == CUDA_SUCCESS) {
 		wsp_record_cuda_alloc(kind, op, addr, size, &tag);
+		if (wsp_cfg.access && (kind == WSPROF_KIND_CUDA_DEVICE || kind == WSPROF_KIND_CUDA_MANAGED))
+			live_insert(addr, size);
 	} else {
 		wsp_record_cuda_fail(kind, op, size, &tag);
 		sample_current(tag.device);
@@ -327,7 +459,10 @@ WSPROF_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
 	REAL(F_MEM_FREE, CUresult(*)(CUdeviceptr));
 	note_free(WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_FREE, p, NULL);
-	return real(p);
+	struct live_block was = live_take(p);
+	CUresult r = real(p);
+	live_put_back(was, r);
+	return r;
 }
 
 WSPROF_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned flags)
@@ -423,7 +558,9 @@ static CUresult free_async(enum fn f, CUdeviceptr p, CUstream stream)
 	REAL(f, CUresult(*)(CUdeviceptr, CUstream));
 	/* Recorded at call time: the stream may get there later (see watch_stream). */
 	note_free(WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_FREE_ASYNC, p, stream);
+	struct live_block was = live_take(p);
 	CUresult r = real(p, stream);
+	live_put_back(was, r);
 	if (r == CUDA_SUCCESS && p)
 		watch_stream(WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_FREE_ASYNC, p, stream, slots[f].ptsz);
 	return r;
@@ -492,6 +629,301 @@ WSPROF_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 	return real(ptr, size);
 }
 
+/* ---- kernel launches: device memory that may be touched -----------------
+ * A launch does not say what its kernel reads or writes, only what it was
+ * given. So after a successful launch every 8-byte-aligned 8-byte word of
+ * its parameters is taken for a possible pointer, and each live device or
+ * managed block one points into (interior pointers included) becomes part
+ * of one ACCESS record of source WSPROF_ACCESS_INFERRED, window 0, at the
+ * launch: the whole blocks, sorted, touching ones merged.
+ *
+ * These are "may be touched" samples, not observed accesses: a scalar
+ * that happens to hold a device address is a false positive, memory
+ * reached through pointers kept in device memory is missed, a hit inside
+ * a pool slab names the whole slab, and a launch into a stream being
+ * captured into a graph is sampled when captured, not when it runs.
+ *
+ * The parameter layout comes from cuFuncGetParamInfo (CUDA 12.4+). Without
+ * it nothing is inferred: parameters passed packed through `extra` (or a
+ * driver without cuFuncGetParamInfo) leave no record, rather than a guess
+ * at a layout we cannot know. */
+
+/* Where a kernel's possible pointers are: for each parameter with at
+ * least one aligned word, `words` words from byte `at` of its value. */
+struct span {
+	uint16_t param, at, words;
+};
+
+#define LAYOUT_SPANS 62
+#define LAYOUT_OVERFLOW UINT32_MAX /* more spans than fit: read each launch */
+#define PARAMS_MAX 32764           /* the driver's limit on parameter bytes */
+#define WORDS_MAX (PARAMS_MAX / 8)
+
+struct layout {
+	CUfunction f;                     /* NULL: an empty slot */
+	uint32_t nparams;
+	uint32_t last_offset, last_size;  /* of the last parameter */
+	uint32_t nspans;                  /* or LAYOUT_OVERFLOW */
+	struct span span[LAYOUT_SPANS];
+};
+
+/* Layouts of the functions launched, one slot per hash (a collision
+ * replaces the older function): a fixed 200 KiB of wsprof's pages. */
+#define LAYOUT_SLOTS 512
+static struct {
+	pthread_mutex_t lock;
+	struct layout *slot;
+	bool failed;
+} layouts = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static size_t layout_hash(CUfunction f)
+{
+	return (size_t)(((uintptr_t)f * 0x9E3779B97F4A7C15ull) >> 32) & (LAYOUT_SLOTS - 1);
+}
+
+/* The aligned words of a parameter at `offset` of `size` bytes. */
+static struct span param_span(uint32_t param, size_t offset, size_t size)
+{
+	size_t first = (offset + 7) & ~(size_t)7;
+	if (first + 8 > offset + size)
+		return (struct span){ (uint16_t)param, 0, 0 };
+	return (struct span){ (uint16_t)param, (uint16_t)(first - offset), (uint16_t)((offset + size - first) / 8) };
+}
+
+/* Read f's layout from the driver. @return false if it makes no sense. */
+static bool layout_read(CUfunction f, struct layout *l)
+{
+	*l = (struct layout){ .f = f };
+	size_t offset, size;
+	for (uint32_t i = 0; drv.func_get_param_info(f, i, &offset, &size) == CUDA_SUCCESS; i++) {
+		if (i >= PARAMS_MAX || offset + size > PARAMS_MAX)
+			return false;
+		struct span s = param_span(i, offset, size);
+		if (s.words && l->nspans == LAYOUT_SPANS)
+			l->nspans = LAYOUT_OVERFLOW;
+		else if (s.words && l->nspans != LAYOUT_OVERFLOW)
+			l->span[l->nspans++] = s;
+		l->nparams = i + 1;
+		l->last_offset = (uint32_t)offset;
+		l->last_size = (uint32_t)size;
+	}
+	return true;
+}
+
+/* A remembered layout still fits the function: a module unloaded and
+ * another loaded may hand out the same CUfunction for another kernel, and
+ * reading past the end of its kernelParams would crash the program. Two
+ * queries (the count, the last parameter) instead of one per parameter. */
+static bool layout_current(const struct layout *l)
+{
+	size_t offset, size;
+	if (drv.func_get_param_info(l->f, l->nparams, &offset, &size) == CUDA_SUCCESS)
+		return false;
+	return !l->nparams || (drv.func_get_param_info(l->f, l->nparams - 1, &offset, &size) == CUDA_SUCCESS &&
+			       offset == l->last_offset && size == l->last_size);
+}
+
+static bool layout_get(CUfunction f, struct layout *l)
+{
+	size_t h = layout_hash(f);
+	bool hit = false;
+	pthread_mutex_lock(&layouts.lock);
+	if (!layouts.slot && !layouts.failed) {
+		layouts.slot = wsp_pages_alloc(LAYOUT_SLOTS * sizeof *layouts.slot);
+		layouts.failed = !layouts.slot;
+	}
+	if (layouts.slot && layouts.slot[h].f == f) {
+		*l = layouts.slot[h];
+		hit = true;
+	}
+	pthread_mutex_unlock(&layouts.lock);
+	if (hit && layout_current(l))
+		return true;
+	if (!layout_read(f, l))
+		return false;
+	pthread_mutex_lock(&layouts.lock);
+	if (layouts.slot)
+		layouts.slot[h] = *l;
+	pthread_mutex_unlock(&layouts.lock);
+	return true;
+}
+
+/* Look up the words of one span of param values; append each block hit
+ * to r (n so far, room for WORDS_MAX). @return the new n. */
+static size_t span_hits(void **params, struct span s, struct wsp_range *r, size_t n)
+{
+	const unsigned char *value = params[s.param];
+	pthread_mutex_lock(&live.lock);
+	for (unsigned k = 0; k < s.words && n < WORDS_MAX && live.n; k++) {
+		uint64_t w;
+		memcpy(&w, value + s.at + 8 * k, sizeof w);
+		if (w < live.v[0].start || w >= live.v[live.n - 1].end)
+			continue;
+		size_t i = live_first_above(w);
+		if (i == live.n || live.v[i].start > w)
+			continue;
+		if (n && r[n - 1].start == live.v[i].start)
+			continue;
+		r[n++] = (struct wsp_range){ live.v[i].start, live.v[i].end - live.v[i].start };
+	}
+	pthread_mutex_unlock(&live.lock);
+	return n;
+}
+
+/* The blocks f's parameters point into, unsorted, into r. */
+static size_t launch_hits(CUfunction f, void **params, struct wsp_range *r)
+{
+	struct layout l;
+	if (!layout_get(f, &l))
+		return 0;
+	size_t n = 0;
+	if (l.nspans != LAYOUT_OVERFLOW) {
+		for (uint32_t i = 0; i < l.nspans; i++)
+			n = span_hits(params, l.span[i], r, n);
+		return n;
+	}
+	size_t offset, size;
+	for (uint32_t i = 0; i < l.nparams && drv.func_get_param_info(f, i, &offset, &size) == CUDA_SUCCESS; i++) {
+		struct span s = param_span(i, offset, size);
+		if (s.words)
+			n = span_hits(params, s, r, n);
+	}
+	return n;
+}
+
+/* Sort by address, drop repeats, merge touching blocks; then, while there
+ * are more than `limit`, merge the two neighbours with the smallest gap
+ * (the format's bound, WSPROF_MAX_REGIONS). @return the count. */
+static size_t ranges_squeeze(struct wsp_range *r, size_t n, size_t limit)
+{
+	for (size_t i = 1; i < n; i++) {
+		struct wsp_range x = r[i];
+		size_t j = i;
+		for (; j > 0 && r[j - 1].start > x.start; j--)
+			r[j] = r[j - 1];
+		r[j] = x;
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m && r[i].start <= r[m - 1].start + r[m - 1].len) {
+			uint64_t end = r[i].start + r[i].len;
+			if (end > r[m - 1].start + r[m - 1].len)
+				r[m - 1].len = end - r[m - 1].start;
+		} else {
+			r[m++] = r[i];
+		}
+	}
+	while (m > limit && m > 1) {
+		size_t best = 0;
+		uint64_t gap = UINT64_MAX;
+		for (size_t i = 0; i + 1 < m; i++) {
+			uint64_t g = r[i + 1].start - (r[i].start + r[i].len);
+			if (g < gap) {
+				gap = g;
+				best = i;
+			}
+		}
+		r[best].len = r[best + 1].start + r[best + 1].len - r[best].start;
+		memmove(&r[best + 1], &r[best + 2], (m - best - 2) * sizeof *r);
+		m--;
+	}
+	return m;
+}
+
+/* Room for one launch's hits (WORDS_MAX ranges, 64 KiB): too much for a
+ * program's stack, so kept on a free list, one per thread launching at
+ * the same time. */
+struct hit_buf {
+	struct hit_buf *next;
+	struct wsp_range r[WORDS_MAX];
+};
+static pthread_mutex_t hit_bufs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hit_buf *hit_bufs_free;
+
+static struct hit_buf *hit_buf_get(void)
+{
+	pthread_mutex_lock(&hit_bufs_lock);
+	struct hit_buf *b = hit_bufs_free;
+	if (b)
+		hit_bufs_free = b->next;
+	pthread_mutex_unlock(&hit_bufs_lock);
+	return b ? b : wsp_pages_alloc(sizeof *b);
+}
+
+static void hit_buf_put(struct hit_buf *b)
+{
+	pthread_mutex_lock(&hit_bufs_lock);
+	b->next = hit_bufs_free;
+	hit_bufs_free = b;
+	pthread_mutex_unlock(&hit_bufs_lock);
+}
+
+/* A launch of f by the driver function `real` succeeded. */
+static void note_launch(void *real, CUfunction f, void **params)
+{
+	int e = errno;
+	if (!params || !wsp_enter())
+		return;
+	/* drv_ready resolves cuFuncGetParamInfo; before CUDA 12.4 it is not
+	 * there, and nothing is inferred. */
+	drv_ready(real);
+	struct hit_buf *b;
+	if (wsp_cfg.access && drv.func_get_param_info && !live_empty() && (b = hit_buf_get())) {
+		size_t limit = wsp_cfg.max_regions ? wsp_cfg.max_regions : WORDS_MAX;
+		size_t n = ranges_squeeze(b->r, launch_hits(f, params, b->r), limit);
+		if (n)
+			wsp_record_access(WSPROF_ACCESS_INFERRED, 0, b->r, n);
+		hit_buf_put(b);
+	}
+	wsp_leave(e);
+}
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			      CUstream, void **, void **);
+
+static CUresult launch_kernel(enum fn fn, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			      unsigned by, unsigned bz, unsigned shared, CUstream stream, void **params, void **extra)
+{
+	REAL(fn, launch_fn);
+	CUresult r = real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+	if (r == CUDA_SUCCESS)
+		note_launch((void *)real, f, params);
+	return r;
+}
+
+WSPROF_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+				      unsigned bz, unsigned shared, CUstream stream, void **params, void **extra)
+{
+	return launch_kernel(F_LAUNCH_KERNEL, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+}
+
+WSPROF_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+					   unsigned by, unsigned bz, unsigned shared, CUstream stream, void **params,
+					   void **extra)
+{
+	return launch_kernel(F_LAUNCH_KERNEL_PTSZ, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+}
+
+/* The stream is in config->hStream; the record does not need it. */
+static CUresult launch_kernel_ex(enum fn fn, const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+	REAL(fn, CUresult(*)(const CUlaunchConfig *, CUfunction, void **, void **));
+	CUresult r = real(config, f, params, extra);
+	if (r == CUDA_SUCCESS)
+		note_launch((void *)real, f, params);
+	return r;
+}
+
+WSPROF_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+	return launch_kernel_ex(F_LAUNCH_KERNEL_EX, config, f, params, extra);
+}
+
+WSPROF_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+	return launch_kernel_ex(F_LAUNCH_KERNEL_EX_PTSZ, config, f, params, extra);
+}
+
 /* ---- lookups: dlsym and cuGetProcAddress -------------------------------- */
 
 static int slot_by_symbol(const char *name)
@@ -536,7 +968,7 @@ static void *cuda_dlsym(void *handle, const char *name)
  * the program as its caller (RTLD_NEXT depends on it). */
 WSPROF_EXPORT void *dlsym(void *handle, const char *name)
 {
-	if (__builtin_expect(name[0] == 'c' && name[1] == 'u' && (name[2] == 'M' || name[2] == 'G'), 0))
+	if (__builtin_expect(name[0] == 'c' && name[1] == 'u' && (name[2] == 'M' || name[2] == 'G' || name[2] == 'L'), 0))
 		return cuda_dlsym(handle, name);
 	return real_dlsym()(handle, name);
 }

@@ -42,6 +42,7 @@ static void start(pid_t parent_traced)
 	wsp_start_mono = clock_ns(CLOCK_MONOTONIC);
 	wsp_start_real = clock_ns(CLOCK_REALTIME);
 	wsp_pid = getpid();
+	wsp_sampler_probe();
 	if (wsp_writer_open(parent_traced) < 0) {
 		atomic_store(&wsp_state, WSP_OFF);
 		return;
@@ -49,6 +50,7 @@ static void start(pid_t parent_traced)
 	atomic_store(&wsp_state, WSP_ACTIVE);
 	wsp_modules_init();
 	wsp_writer_start_thread();
+	wsp_sampler_start();
 }
 
 /* Loaded by the dynamic loader ahead of the program (LD_PRELOAD or
@@ -146,6 +148,7 @@ static void fork_child(void)
 		wsp_stacks_reset_after_fork();
 		wsp_modules_reset();
 		wsp_writer_reset_after_fork();
+		wsp_sampler_reset_after_fork();
 		if (wsp_cfg.follow)
 			start(parent);
 		else

@@ -90,7 +90,17 @@ struct wsp_config {
 	unsigned flush_ms;    /* WSPROF_FLUSH_MS, 1..60000 */
 	bool follow;          /* WSPROF_FOLLOW: trace forked children and exec'd programs */
 	bool cuda_stream_times; /* WSPROF_CUDA_STREAM_TIMES: also record when streams reach async calls */
+	bool access;          /* WSPROF_ACCESS: sample which memory is accessed (default 1) */
+	unsigned sample_ms;   /* WSPROF_SAMPLE_MS: sampling interval, 1..1000 (DAMON), default 5 */
+	unsigned window_ms;   /* WSPROF_WINDOW_MS: aggregation window, 10..60000, default 100 */
+	unsigned max_regions; /* WSPROF_MAX_REGIONS: regions per window at most, 10..10000, default 1000 */
 };
+
+/* What the access sampler has (WSPROF_SOURCE_* of include/wsprof/trace.h)
+ * and why a source is missing; set by wsp_sampler_probe() before the
+ * trace header is written, which names them. */
+extern unsigned wsp_access_sources;
+extern char wsp_access_note[256];
 extern struct wsp_config wsp_cfg;
 
 void wsp_config_load(void);
@@ -210,6 +220,15 @@ void wsp_record_cuda_free(unsigned kind, unsigned op, uint64_t addr, const struc
 void wsp_record_range_release(unsigned kind, unsigned op, uint64_t addr, size_t len);
 void wsp_record_stream_reached(unsigned kind, unsigned op, uint64_t addr, uint64_t stream);
 void wsp_record_device_memory(int device, uint64_t free_bytes, uint64_t total_bytes);
+
+/* Access samples (sampler.c, and kernel launches in hooks_cuda.c). Regions
+ * sorted by address, not overlapping; at most a few thousand per record
+ * (the buffer must hold n * 20 bytes). */
+struct wsp_range {
+	uint64_t start, len;
+};
+void wsp_record_access(unsigned source, uint64_t window_ns, const struct wsp_range *regions, size_t n);
+void wsp_record_rss(uint64_t bytes);
 void wsp_record_exec(const char *path);
 
 /* ---- stacks.c ------------------------------------------------------- */
@@ -259,6 +278,15 @@ void wsp_modules_unlock(void);
 /* Record the free memory of every device the program allocated on, from
  * the writer thread, borrowing the program's context (never creating one). */
 void wsp_cuda_sample(void);
+
+/* ---- sampler.c ------------------------------------------------------- */
+
+/* Decide which access sources this process can have (before the header). */
+void wsp_sampler_probe(void);
+/* Start the sampling thread (after the header). */
+void wsp_sampler_start(void);
+/* In a forked child, before start: the parent's registrations are not the child's. */
+void wsp_sampler_reset_after_fork(void);
 
 /* ---- annotate.c ------------------------------------------------------ */
 

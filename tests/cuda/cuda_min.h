@@ -25,6 +25,7 @@ typedef enum {
 	CUDA_ERROR_OUT_OF_MEMORY = 2,
 	CUDA_ERROR_NOT_INITIALIZED = 3,
 	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_INVALID_IMAGE = 200,
 	CUDA_ERROR_INVALID_HANDLE = 400,
 	CUDA_ERROR_NOT_FOUND = 500,
 	CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
@@ -39,6 +40,8 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef unsigned long long CUmemGenericAllocationHandle;
 typedef void (*CUhostFn)(void *userData);
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
 
 /* The two special stream handles every stream argument accepts. */
 #define CU_STREAM_LEGACY ((CUstream)0x1)
@@ -128,6 +131,35 @@ CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
 		  unsigned long long flags);
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
+
+/* Modules, functions and launches. */
+typedef struct CUlaunchAttribute_st CUlaunchAttribute; /* only pointed to here */
+typedef struct CUlaunchConfig_st {
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	CUstream hStream;
+	CUlaunchAttribute *attrs;
+	unsigned int numAttrs;
+} CUlaunchConfig;
+
+/* `extra` of cuLaunchKernel: the parameters packed into one buffer. */
+#define CU_LAUNCH_PARAM_END ((void *)0x00)
+#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
+#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image);
+CUresult cuModuleUnload(CUmodule hmod);
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+			unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+			unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+			     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+			     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
 
 /* Errors and entry points. */
 CUresult cuGetErrorString(CUresult error, const char **pStr);

@@ -31,7 +31,11 @@
  *     function on a helper thread, as the real driver does, and returns
  *     once it has run; the function must not call the driver.
  *
- * What it leaves out: kernels, copies, real contexts (one current context
+ *   - Kernels have parameter layouts spelled by their names and no code
+ *     (see "Modules, functions and launches"): enough for a recorder to
+ *     read a launch's parameters through cuFuncGetParamInfo.
+ *
+ * What it leaves out: running kernels, copies, real contexts (one current context
  * for the whole process, never checked), and memory behind cuMemMap'd
  * addresses (reserved address space stays inaccessible).
  */
@@ -666,6 +670,271 @@ static CUresult launch_host_func_ptsz(CUstream s, CUhostFn fn, void *data)
 	return launch_host_func(s, fn, data);
 }
 
+/* --- Modules, functions and launches ------------------------------------
+ * There is no code to run, only parameter layouts. cuModuleLoadData takes
+ * any image but NULL and makes a module; cuModuleGetFunction makes a
+ * function whose parameters are spelled by its name: "k", then for each
+ * parameter, in order, "_" and one of
+ *   ptr    8 bytes aligned to 8 (a pointer)
+ *   long   8 bytes aligned to 8 (a scalar)
+ *   int    4 bytes aligned to 4
+ *   char   1 byte
+ *   sN     a struct of N bytes (1..1024) aligned to 8
+ *   iN     an array of ints, N bytes (a multiple of 4 up to 1024), aligned to 4
+ * laid out as a C compiler lays out a struct: "k_char_ptr_int" has offsets
+ * 0, 8, 16 and sizes 1, 8, 4; "k" has no parameters. Any other name is
+ * CUDA_ERROR_NOT_FOUND. The same name in the same module is the same
+ * function. cuModuleUnload ends its module's functions, and function
+ * handles are reused first-fit: after an unload, the next function made
+ * gets the lowest free handle, an old one, as a real driver may hand out
+ * a freed handle again for another kernel.
+ *
+ * A launch checks its function, stream, dimensions and parameters (either
+ * kernelParams, one pointer per parameter, or `extra` with
+ * CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE of
+ * exactly the parameters' bytes; not both), copies the parameter values
+ * into a buffer of its own as the driver does, and does nothing else.
+ */
+
+#define MAX_MODULES 16
+#define MAX_FUNCTIONS 64
+#define MAX_PARAMS 32
+#define MAX_FUNCTION_NAME 64
+#define MAX_PARAM_BYTES 4096 /* the real driver allows 32764 */
+
+struct CUmod_st {
+	bool live;
+};
+
+struct CUfunc_st {
+	CUmodule module;                 /* NULL: slot free */
+	char name[MAX_FUNCTION_NAME];
+	unsigned nparams;
+	size_t offset[MAX_PARAMS], size[MAX_PARAMS];
+	size_t bytes;                    /* all parameters, as laid out */
+};
+
+static struct CUmod_st modules[MAX_MODULES];
+static struct CUfunc_st functions[MAX_FUNCTIONS];
+
+static bool parse_param(const char *tok, size_t len, size_t *size, size_t *align)
+{
+	static const struct {
+		const char *name;
+		size_t size, align;
+	} fixed[] = { { "ptr", 8, 8 }, { "long", 8, 8 }, { "int", 4, 4 }, { "char", 1, 1 } };
+	for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+		if (strlen(fixed[i].name) == len && memcmp(fixed[i].name, tok, len) == 0) {
+			*size = fixed[i].size;
+			*align = fixed[i].align;
+			return true;
+		}
+	}
+	if (len < 2 || (tok[0] != 's' && tok[0] != 'i'))
+		return false;
+	size_t n = 0;
+	for (size_t i = 1; i < len; i++) {
+		if (tok[i] < '0' || tok[i] > '9' || (n = n * 10 + (size_t)(tok[i] - '0')) > 1024)
+			return false;
+	}
+	if (n == 0 || (tok[0] == 'i' && n % 4))
+		return false;
+	*size = n;
+	*align = tok[0] == 's' ? 8 : 4;
+	return true;
+}
+
+/* The layout a function's name spells (see above). */
+static bool parse_function(const char *name, struct CUfunc_st *fn)
+{
+	if (name[0] != 'k' || strlen(name) >= MAX_FUNCTION_NAME)
+		return false;
+	size_t at = 0;
+	fn->nparams = 0;
+	for (const char *p = name + 1; *p;) {
+		if (*p != '_' || fn->nparams == MAX_PARAMS)
+			return false;
+		const char *tok = ++p;
+		while (*p && *p != '_')
+			p++;
+		size_t size, align;
+		if (!parse_param(tok, (size_t)(p - tok), &size, &align))
+			return false;
+		at = align_up(at, align);
+		fn->offset[fn->nparams] = at;
+		fn->size[fn->nparams++] = size;
+		at += size;
+	}
+	fn->bytes = at;
+	strcpy(fn->name, name);
+	return at <= MAX_PARAM_BYTES;
+}
+
+static bool module_known_locked(CUmodule m)
+{
+	return m >= &modules[0] && m < &modules[MAX_MODULES] && m->live;
+}
+
+static bool function_known_locked(CUfunction f)
+{
+	return f >= &functions[0] && f < &functions[MAX_FUNCTIONS] && f->module && f->module->live;
+}
+
+static CUresult module_load_data(CUmodule *module, const void *image)
+{
+	if (!module || !image)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult err = CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < MAX_MODULES; i++) {
+		if (!modules[i].live) {
+			modules[i].live = true;
+			*module = &modules[i];
+			err = CUDA_SUCCESS;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+static CUresult module_unload(CUmodule m)
+{
+	pthread_mutex_lock(&lock);
+	bool known = module_known_locked(m);
+	if (known) {
+		m->live = false;
+		for (size_t i = 0; i < MAX_FUNCTIONS; i++)
+			if (functions[i].module == m)
+				functions[i] = (struct CUfunc_st){ 0 };
+	}
+	pthread_mutex_unlock(&lock);
+	return known ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* The module's function of that name, or else a free slot, or NULL. */
+static struct CUfunc_st *function_slot_locked(CUmodule m, const char *name)
+{
+	struct CUfunc_st *free_slot = NULL;
+	for (size_t i = 0; i < MAX_FUNCTIONS; i++) {
+		if (functions[i].module == m && strcmp(functions[i].name, name) == 0)
+			return &functions[i];
+		if (!functions[i].module && !free_slot)
+			free_slot = &functions[i];
+	}
+	return free_slot;
+}
+
+static CUresult module_get_function(CUfunction *hfunc, CUmodule m, const char *name)
+{
+	if (!hfunc || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUfunc_st made = { 0 };
+	if (!parse_function(name, &made))
+		return CUDA_ERROR_NOT_FOUND;
+	made.module = m;
+	pthread_mutex_lock(&lock);
+	CUresult err = CUDA_ERROR_INVALID_HANDLE;
+	if (module_known_locked(m)) {
+		struct CUfunc_st *slot = function_slot_locked(m, name);
+		err = slot ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+		if (slot && !slot->module)
+			*slot = made;
+		if (slot)
+			*hfunc = slot;
+	}
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+static CUresult func_get_param_info(CUfunction f, size_t index, size_t *offset, size_t *size)
+{
+	if (!offset || !size)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	CUresult err = !function_known_locked(f) ? CUDA_ERROR_INVALID_HANDLE
+		: index >= f->nparams ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	if (!err) {
+		*offset = f->offset[index];
+		*size = f->size[index];
+	}
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+/* The parameters packed in `extra`, into buffer. */
+static CUresult packed_params(void **extra, size_t bytes, unsigned char *buffer)
+{
+	const void *data = NULL;
+	const size_t *size = NULL;
+	for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+		if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+			data = extra[i + 1];
+		else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+			size = extra[i + 1];
+		else
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!data || !size || *size != bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(buffer, data, bytes);
+	return CUDA_SUCCESS;
+}
+
+static CUresult launch(CUfunction f, const unsigned dim[6], CUstream s, void **params, void **extra)
+{
+	unsigned char buffer[MAX_PARAM_BYTES];
+	for (int i = 0; i < 6; i++)
+		if (dim[i] == 0)
+			return CUDA_ERROR_INVALID_VALUE;
+	struct CUfunc_st fn;
+	pthread_mutex_lock(&lock);
+	bool known = function_known_locked(f), stream_ok = stream_known_locked(s);
+	if (known)
+		fn = *f;
+	pthread_mutex_unlock(&lock);
+	if (!known || !stream_ok)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (params && extra)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (extra)
+		return packed_params(extra, fn.bytes, buffer);
+	if (!params && fn.nparams)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < fn.nparams; i++)
+		memcpy(buffer + fn.offset[i], params[i], fn.size[i]);
+	__asm__ volatile("" : : "r"(buffer) : "memory"); /* the copy is the point */
+	return CUDA_SUCCESS;
+}
+
+static CUresult launch_kernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+			      unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params,
+			      void **extra)
+{
+	(void)shared;
+	return launch(f, (const unsigned[6]){ gx, gy, gz, bx, by, bz }, s, params, extra);
+}
+
+static CUresult launch_kernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+				   unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params,
+				   void **extra)
+{
+	return launch_kernel(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+}
+
+static CUresult launch_kernel_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+	if (!c)
+		return CUDA_ERROR_INVALID_VALUE;
+	return launch(f, (const unsigned[6]){ c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+					      c->blockDimZ }, c->hStream, params, extra);
+}
+
+static CUresult launch_kernel_ex_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+	return launch_kernel_ex(c, f, params, extra);
+}
+
 /* --- Virtual memory management ----------------------------------------- */
 
 static struct handle *handle_find_locked(CUmemGenericAllocationHandle id)
@@ -911,6 +1180,14 @@ static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version,
 	X(cuMemAddressFree, mem_address_free, "cuMemAddressFree", 10020, 0)               \
 	X(cuMemMap, mem_map, "cuMemMap", 10020, 0)                                        \
 	X(cuMemUnmap, mem_unmap, "cuMemUnmap", 10020, 0)                                  \
+	X(cuModuleLoadData, module_load_data, "cuModuleLoadData", 2000, 0)                \
+	X(cuModuleUnload, module_unload, "cuModuleUnload", 2000, 0)                       \
+	X(cuModuleGetFunction, module_get_function, "cuModuleGetFunction", 2000, 0)       \
+	X(cuFuncGetParamInfo, func_get_param_info, "cuFuncGetParamInfo", 12040, 0)        \
+	X(cuLaunchKernel, launch_kernel, "cuLaunchKernel", 4000, 0)                       \
+	X(cuLaunchKernel_ptsz, launch_kernel_ptsz, "cuLaunchKernel", 4000, 1)             \
+	X(cuLaunchKernelEx, launch_kernel_ex, "cuLaunchKernelEx", 11060, 0)               \
+	X(cuLaunchKernelEx_ptsz, launch_kernel_ex_ptsz, "cuLaunchKernelEx", 11060, 1)     \
 	X(cuGetErrorString, get_error_string, "cuGetErrorString", 6000, 0)                \
 	X(cuGetProcAddress, get_proc_address, "cuGetProcAddress", 11030, 0)               \
 	X(cuGetProcAddress_v2, get_proc_address_v2, "cuGetProcAddress", 12000, 0)

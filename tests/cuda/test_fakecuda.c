@@ -5,7 +5,8 @@
  * Its capacity and out-of-memory answers, which memory counts against the
  * capacity, frees of what it did not hand out, pinned registrations,
  * stream-ordered calls, physical allocations and mappings, host
- * functions, and cuGetProcAddress by base name, version and flags, which
+ * functions, kernels whose names spell their parameters and launches that
+ * check them, and cuGetProcAddress by base name, version and flags, which
  * must return the very functions dlsym finds under the versioned names.
  * Last, every CUDA test program runs to the end on it with no recorder.
  *
@@ -253,6 +254,91 @@ Test(fakecuda, threads_share_one_set_of_books)
 	cr_expect_eq(free_bytes(), 16 * MiB, "everything came back");
 }
 
+static void expect_params(CUfunction f, size_t n, const size_t offsets[], const size_t sizes[], const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t offset = 99, size = 99;
+		cr_expect_eq(cuFuncGetParamInfo(f, i, &offset, &size), CUDA_SUCCESS, "%s: parameter %zu", name, i);
+		cr_expect(offset == offsets[i] && size == sizes[i], "%s: parameter %zu at %zu, %zu bytes; expected %zu, %zu",
+			  name, i, offset, size, offsets[i], sizes[i]);
+	}
+	size_t offset, size;
+	cr_expect_eq(cuFuncGetParamInfo(f, n, &offset, &size), CUDA_ERROR_INVALID_VALUE, "%s has %zu parameters", name, n);
+}
+
+Test(fakecuda, function_names_spell_parameter_layouts)
+{
+	CUmodule m, other;
+	CUfunction f, g;
+	cr_assert_eq(cuModuleLoadData(&m, "any image"), CUDA_SUCCESS);
+	cr_assert_eq(cuModuleGetFunction(&f, m, "k_char_ptr_int"), CUDA_SUCCESS);
+	expect_params(f, 3, (size_t[]){ 0, 8, 16 }, (size_t[]){ 1, 8, 4 }, "k_char_ptr_int");
+	cr_assert_eq(cuModuleGetFunction(&g, m, "k_char_ptr_int"), CUDA_SUCCESS);
+	cr_expect_eq(g, f, "the same name is the same function");
+	cr_assert_eq(cuModuleGetFunction(&g, m, "k_int_s24_long"), CUDA_SUCCESS);
+	expect_params(g, 3, (size_t[]){ 0, 8, 32 }, (size_t[]){ 4, 24, 8 }, "k_int_s24_long");
+	cr_assert_eq(cuModuleGetFunction(&g, m, "k_char_i12"), CUDA_SUCCESS);
+	expect_params(g, 2, (size_t[]){ 0, 4 }, (size_t[]){ 1, 12 }, "k_char_i12");
+	cr_assert_eq(cuModuleGetFunction(&g, m, "k"), CUDA_SUCCESS);
+	expect_params(g, 0, NULL, NULL, "k");
+	static const char *const bad[] = { "f_ptr", "k_float", "k_ptr_", "k__ptr", "k_i3", "k_s0", "k_s2000", "kptr" };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		cr_expect_eq(cuModuleGetFunction(&g, m, bad[i]), CUDA_ERROR_NOT_FOUND, "\"%s\" is no kernel", bad[i]);
+	cr_expect_eq(cuModuleLoadData(&other, NULL), CUDA_ERROR_INVALID_VALUE, "no image");
+
+	cr_assert_eq(cuModuleUnload(m), CUDA_SUCCESS);
+	size_t offset, size;
+	cr_expect_eq(cuFuncGetParamInfo(f, 0, &offset, &size), CUDA_ERROR_INVALID_HANDLE, "unloaded with its module");
+	cr_expect_eq(cuModuleGetFunction(&g, m, "k_ptr"), CUDA_ERROR_INVALID_HANDLE, "an unloaded module");
+	cr_expect_eq(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE, "twice");
+	cr_assert_eq(cuModuleLoadData(&other, "another image"), CUDA_SUCCESS);
+	cr_assert_eq(cuModuleGetFunction(&g, other, "k_long"), CUDA_SUCCESS);
+	cr_expect_eq(g, f, "the first free handle again");
+	expect_params(g, 1, (size_t[]){ 0 }, (size_t[]){ 8 }, "k_long at an old handle");
+	cr_expect_eq(cuModuleUnload(other), CUDA_SUCCESS);
+}
+
+Test(fakecuda, launches_check_their_arguments)
+{
+	CUmodule m;
+	CUfunction f, none;
+	CUstream s;
+	cr_assert_eq(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	cr_assert_eq(cuModuleLoadData(&m, "any image"), CUDA_SUCCESS);
+	cr_assert_eq(cuModuleGetFunction(&f, m, "k_ptr_int"), CUDA_SUCCESS);
+	cr_assert_eq(cuModuleGetFunction(&none, m, "k"), CUDA_SUCCESS);
+	CUdeviceptr p = device(4 * KiB);
+	int n = 5;
+	void *params[] = { &p, &n };
+	CUlaunchConfig config = { 1, 1, 1, 64, 1, 1, 0, s, NULL, 0 };
+	cr_expect_eq(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, s, params, NULL), CUDA_SUCCESS);
+	cr_expect_eq(cuLaunchKernel_ptsz(f, 1, 1, 1, 64, 1, 1, 0, CU_STREAM_PER_THREAD, params, NULL), CUDA_SUCCESS);
+	cr_expect_eq(cuLaunchKernelEx(&config, f, params, NULL), CUDA_SUCCESS);
+	config.hStream = CU_STREAM_PER_THREAD;
+	cr_expect_eq(cuLaunchKernelEx_ptsz(&config, f, params, NULL), CUDA_SUCCESS);
+	cr_expect_eq(cuLaunchKernel(none, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS, "nothing to pass");
+
+	struct { CUdeviceptr p; int n; } packed = { p, 5 };
+	size_t bytes = 12, wrong = sizeof packed;
+	void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END };
+	cr_expect_eq(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, s, NULL, extra), CUDA_SUCCESS, "packed in extra");
+	extra[3] = &wrong;
+	cr_expect_eq(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, s, NULL, extra), CUDA_ERROR_INVALID_VALUE, "the wrong size");
+	cr_expect_eq(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, s, params, extra), CUDA_ERROR_INVALID_VALUE, "both");
+	cr_expect_eq(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, s, NULL, NULL), CUDA_ERROR_INVALID_VALUE, "no parameters");
+	cr_expect_eq(cuLaunchKernel(f, 0, 1, 1, 64, 1, 1, 0, s, params, NULL), CUDA_ERROR_INVALID_VALUE, "an empty grid");
+	cr_expect_eq(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, (CUstream)&m, params, NULL), CUDA_ERROR_INVALID_HANDLE,
+		     "not a stream");
+	cr_expect_eq(cuLaunchKernelEx(NULL, f, params, NULL), CUDA_ERROR_INVALID_VALUE, "no configuration");
+	cr_expect_eq(cuLaunchKernel((CUfunction)&m, 1, 1, 1, 64, 1, 1, 0, s, params, NULL), CUDA_ERROR_INVALID_HANDLE,
+		     "not a function");
+	cr_assert_eq(cuModuleUnload(m), CUDA_SUCCESS);
+	cr_expect_eq(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, s, params, NULL), CUDA_ERROR_INVALID_HANDLE,
+		     "a function of an unloaded module");
+	cr_expect_eq(cuMemFree_v2(p), CUDA_SUCCESS);
+	cr_expect_eq(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+}
+
 Test(fakecuda, error_strings)
 {
 	const char *s = NULL;
@@ -293,6 +379,14 @@ static const struct lookup {
 	{ "cuLaunchHostFunc", 10000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuLaunchHostFunc_ptsz" },
 	{ "cuMemCreate", 10020, 0, "cuMemCreate" },
 	{ "cuMemMap", 12000, 0, "cuMemMap" },
+	{ "cuModuleLoadData", 2000, 0, "cuModuleLoadData" },
+	{ "cuModuleGetFunction", 2000, 0, "cuModuleGetFunction" },
+	{ "cuModuleUnload", 2000, 0, "cuModuleUnload" },
+	{ "cuFuncGetParamInfo", 12040, 0, "cuFuncGetParamInfo" },
+	{ "cuLaunchKernel", 4000, 0, "cuLaunchKernel" },
+	{ "cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuLaunchKernel_ptsz" },
+	{ "cuLaunchKernelEx", 11060, 0, "cuLaunchKernelEx" },
+	{ "cuLaunchKernelEx", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuLaunchKernelEx_ptsz" },
 	{ "cuGetProcAddress", 11030, 0, "cuGetProcAddress" },
 	{ "cuGetProcAddress", 11080, 0, "cuGetProcAddress" },
 	{ "cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2" },
@@ -334,6 +428,8 @@ Test(fakecuda, cuGetProcAddress_refusals)
 		{ "cuMemAlloc", 3010, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT },
 		{ "cuMemAllocAsync", 11010, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT },
 		{ "cuGetProcAddress", 11020, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT },
+		{ "cuFuncGetParamInfo", 12030, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT },
+		{ "cuLaunchKernelEx", 11050, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT },
 	};
 	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
 		void *f = &f;
@@ -392,4 +488,12 @@ Test(fakecuda_programs, vmm_streams_and_threads_run_to_the_end)
 	run_alone("cuda_vmm", (const char *[]){ "cuda_vmm", NULL }, "procaddr");
 	run_alone("cuda_stream_times", (const char *[]){ "cuda_device", NULL }, NULL);
 	run_alone("cuda_threads", (const char *[]){ "cuda_device", NULL }, NULL);
+}
+
+Test(fakecuda_programs, launches_run_to_the_end_by_every_route)
+{
+	static const char *const kinds[] = { "cuda_device", "cuda_managed", "cuda_host", NULL };
+	run_alone("cuda_launch", kinds, "linked");
+	run_alone("cuda_launch", kinds, "dlsym");
+	run_alone("cuda_launch", kinds, "procaddr");
 }

@@ -1,0 +1,827 @@
+/*
+ * sampler.c - which memory the program writes, window by window, and how
+ * much of it is resident.
+ *
+ * One thread of wsprof's own wakes every window (WSPROF_WINDOW_MS) and
+ * records the resident set (/proc/self/statm) and, where the kernel allows,
+ * the pages written since the previous window:
+ *
+ *   written pages (Linux >= 6.7, unprivileged): the program's writable
+ *   private anonymous mappings are registered with a userfaultfd in
+ *   asynchronous write-protect mode. A write to a protected page costs one
+ *   minor fault, which the kernel resolves by itself (nothing is delivered
+ *   to us). Every window, the PAGEMAP_SCAN ioctl on /proc/self/pagemap
+ *   returns the pages written since the last scan and protects them again,
+ *   atomically. Exact and page granular; reads are invisible.
+ *
+ * Mappings come and go, so /proc/self/maps is read again every window: new
+ * ranges are registered and armed (write-protected before anything is
+ * counted: a fresh registration reports every page written); a range moved
+ * by mremap loses its registration and is registered again at its new
+ * address; a range replaced in place is found by the scan refusing it
+ * (PM_SCAN_CHECK_WPASYNC) and registered again at once. Either way the
+ * range's writes are lost for the window in which it changed.
+ *
+ * Not registered: file mappings, shared memory, the main [stack],
+ * [vvar]/[vdso], and wsprof's own memory as far as this file knows it: the
+ * sampler's tables and stack, and libwsprof's own data and bss. The kernel
+ * merges neighbouring anonymous mappings, so a mapping that holds one page
+ * of ours may also hold the program's: ours is cut out page by page, never
+ * by skipping the whole mapping. wsprof's other pages (event buffers, the
+ * writer's staging and compression workspace, the writer's stack) cannot
+ * be told apart from the program's without mem.c keeping a table of them,
+ * and show as written memory outside any of the program's allocations.
+ *
+ * Side effects on the program: one minor fault per written page per
+ * window, a transparent huge page written in part is split, and a range we
+ * registered cannot be registered with another userfaultfd (EBUSY) - a
+ * program that uses userfaultfd on its own heap should run with
+ * WSPROF_ACCESS=0. Without a usable userfaultfd there are no write samples
+ * (the trace header says why); that is never the program's failure.
+ *
+ * DAMON (root only, and needing the kernel's vaddr operations) is not used
+ * by this version.
+ *
+ * Reentrancy: the sampler thread holds its guard for its whole life, so
+ * what it causes passes untraced, and sets wsp_tls.writing while it
+ * records, so it never waits for a buffer. Its state is its own: probe()
+ * runs before the thread starts, reset_after_fork() in a child where the
+ * thread does not exist. Nothing here calls malloc or stdio.
+ */
+#include "wsp.h"
+
+#include "wsprof/trace.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/userfaultfd.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the kernel interface, for headers older than Linux 6.7 ----------
+ * Transcribed from include/uapi/linux/userfaultfd.h and fs.h. */
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
+#endif
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+#ifndef PAGEMAP_SCAN
+struct page_region {
+	__u64 start;
+	__u64 end; /* exclusive */
+	__u64 categories;
+};
+
+struct pm_scan_arg {
+	__u64 size;
+	__u64 flags;
+	__u64 start;
+	__u64 end;
+	__u64 walk_end;
+	__u64 vec;
+	__u64 vec_len;
+	__u64 max_pages;
+	__u64 category_inverted;
+	__u64 category_mask;
+	__u64 category_anyof_mask;
+	__u64 return_mask;
+};
+
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#define PM_SCAN_WP_MATCHING (1 << 0)
+#define PM_SCAN_CHECK_WPASYNC (1 << 1)
+#define PAGE_IS_WRITTEN (1 << 1)
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_SWAPPED (1 << 4)
+#define PAGE_IS_PFNZERO (1 << 5)
+#endif
+
+unsigned wsp_access_sources;
+char wsp_access_note[256];
+
+#define STACK_SIZE (256u << 10)   /* the sampler's stack, static TLS included */
+#define VEC_LEN 4096              /* page regions per PAGEMAP_SCAN call */
+#define STORE_CAP 65536           /* written regions held before they are bounded */
+#define RECORD_REGIONS 4096       /* regions per ACCESS record: 80 KiB of a 128 KiB buffer */
+#define MAPS_MIN (256u << 10)
+#define MAPS_MAX (64u << 20)
+#define TABLE_MIN 1024
+
+struct span {
+	uint64_t start, end;
+};
+
+/* Descriptors, kept high and close-on-exec; -1 when closed. */
+static int uffd = -1, pagemap = -1, maps_fd = -1, statm_fd = -1;
+static struct stat pagemap_id, maps_id, statm_id;
+static uint64_t page_size = 4096;
+
+/* wsprof's own memory, cut out of what is registered: sorted by start. */
+enum own_slot { OWN_STACK, OWN_MAPS, OWN_TRACKED, OWN_NEXT, OWN_VEC, OWN_STORE, OWN_GAPS, OWN_IMAGE, OWN_MAX = OWN_IMAGE + 8 };
+static struct span own[OWN_MAX];        /* by slot; empty when start == end */
+static struct span own_sorted[OWN_MAX];
+static size_t nown_sorted;
+
+static char *maps_buf;
+static size_t maps_cap;
+/* Ranges registered and armed, sorted, neighbours joined. */
+static struct span *tracked, *next_tracked;
+static size_t ntracked, nnext, tracked_cap;
+static struct page_region *vec;
+static struct wsp_range *store; /* this window's written regions, sorted */
+static size_t nstore;
+static uint64_t *gaps;
+static void *stack;
+
+static uint64_t last_scan_ns; /* 0 until the first window has armed everything */
+static bool warned;
+
+static void warn_once(const char *what, int err)
+{
+	if (warned)
+		return;
+	warned = true;
+	wsp_warn("access sampling: %s (%s); written pages are no longer recorded, the program goes on", what,
+		 strerror(err));
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* ---- wsprof's own memory --------------------------------------------- */
+
+static void own_sort(void)
+{
+	nown_sorted = 0;
+	for (size_t i = 0; i < OWN_MAX; i++) {
+		if (own[i].start == own[i].end)
+			continue;
+		size_t k = nown_sorted++;
+		for (; k && own_sorted[k - 1].start > own[i].start; k--)
+			own_sorted[k] = own_sorted[k - 1];
+		own_sorted[k] = own[i];
+	}
+}
+
+static void own_set(enum own_slot slot, const void *p, size_t len)
+{
+	uint64_t a = (uintptr_t)p & ~(page_size - 1);
+	own[slot] = (struct span){ a, p ? ((uintptr_t)p + len + page_size - 1) & ~(page_size - 1) : a };
+	own_sort();
+}
+
+/* Pages of our own, in whatever memory wsp_pages_alloc gives. */
+static void *own_alloc(enum own_slot slot, size_t len)
+{
+	void *p = wsp_pages_alloc(len);
+	if (p)
+		own_set(slot, p, len);
+	return p;
+}
+
+static void own_free(enum own_slot slot, void *p, size_t len)
+{
+	wsp_pages_free(p, len);
+	own_set(slot, NULL, 0);
+}
+
+/* libwsprof's writable segments: its data, and the bss the loader maps
+ * anonymously after it (the sampler's statics among them). */
+static int find_image(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size, (void)arg;
+	uintptr_t mine = (uintptr_t)&uffd;
+	bool found = false;
+	for (int i = 0; i < info->dlpi_phnum && !found; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		found = ph->p_type == PT_LOAD && mine >= a && mine < a + ph->p_memsz;
+	}
+	if (!found)
+		return 0;
+	size_t slot = OWN_IMAGE;
+	for (int i = 0; i < info->dlpi_phnum && slot < OWN_MAX; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+			const void *a = (const void *)(info->dlpi_addr + ph->p_vaddr);
+			own_set((enum own_slot)slot++, a, ph->p_memsz);
+		}
+	}
+	return 1;
+}
+
+/* ---- userfaultfd and PAGEMAP_SCAN ------------------------------------- */
+
+/* One PAGEMAP_SCAN: pages written (and, with flags, re-protected). */
+static long pm_scan(uint64_t start, uint64_t end, uint64_t flags, struct page_region *out, size_t out_len,
+		    uint64_t *walk_end)
+{
+	struct pm_scan_arg arg = {
+		.size = sizeof arg,
+		.flags = flags,
+		.start = start,
+		.end = end,
+		.vec = (uintptr_t)out,
+		.vec_len = out ? out_len : 0,
+		.category_mask = PAGE_IS_WRITTEN,
+		.return_mask = out ? PAGE_IS_WRITTEN | PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO : 0,
+	};
+	long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
+	if (walk_end)
+		*walk_end = arg.walk_end;
+	return n;
+}
+
+/* Write-protect every page of a range, reporting nothing. Unpopulated
+ * pages get markers (WP_UNPOPULATED), so the page a later read fault maps
+ * comes protected and only a write counts. */
+static bool arm(uint64_t start, uint64_t end)
+{
+	return pm_scan(start, end, PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC, NULL, 0, NULL) >= 0;
+}
+
+static int uffd_register(uint64_t start, uint64_t end)
+{
+	struct uffdio_register reg = { .range = { .start = start, .len = end - start }, .mode = UFFDIO_REGISTER_MODE_WP };
+	return ioctl(uffd, UFFDIO_REGISTER, &reg) == 0 ? 0 : -errno;
+}
+
+static const char *errno_reason(const char *what, int err)
+{
+	static char why[160];
+	snprintf(why, sizeof why, "%s (%s)", what, strerror(err));
+	return why;
+}
+
+static int open_high(const char *path, struct stat *id)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	fd = wsp_fd_move_high(fd);
+	fstat(fd, id);
+	return fd;
+}
+
+/* Still the file we opened: a program that closes descriptors it does not
+ * own must not have us read, or aim ioctls at, whatever reuses the number. */
+static bool same_file(int fd, const struct stat *id)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->st_dev && st.st_ino == id->st_ino;
+}
+
+/* Open the userfaultfd and the pagemap, and see them work on a page of our
+ * own: registered, armed, written once, scanned. @return NULL, or why not. */
+static const char *writes_open(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd < 0) {
+		int err = errno;
+		if (err == ENOSYS)
+			return "this kernel has no userfaultfd";
+		if (err == EINVAL)
+			return "this kernel is too old (needs Linux 6.7)";
+		if (err == EPERM || err == EACCES)
+			return errno_reason("userfaultfd not permitted", err);
+		return errno_reason("cannot create a userfaultfd", err);
+	}
+	uffd = wsp_fd_move_high(fd);
+	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED };
+	if (ioctl(uffd, UFFDIO_API, &api) != 0 || !(api.features & UFFD_FEATURE_WP_ASYNC))
+		return "this kernel lacks asynchronous write-protection (needs Linux 6.7)";
+	pagemap = open_high("/proc/self/pagemap", &pagemap_id);
+	if (pagemap < 0)
+		return errno_reason("cannot open /proc/self/pagemap", errno);
+
+	const char *why = NULL;
+	uint8_t *page = wsp_pages_alloc(page_size);
+	struct page_region found[2];
+	int err;
+	if (!page)
+		why = "out of memory";
+	else if ((err = uffd_register((uintptr_t)page, (uintptr_t)page + page_size)) < 0)
+		why = errno_reason("cannot register memory with userfaultfd", -err);
+	else if (!arm((uintptr_t)page, (uintptr_t)page + page_size))
+		why = errno == ENOTTY || errno == EINVAL ? "this kernel lacks PAGEMAP_SCAN (needs Linux 6.7)"
+							 : errno_reason("PAGEMAP_SCAN failed", errno);
+	else {
+		*(volatile uint8_t *)page = 1;
+		long n = pm_scan((uintptr_t)page, (uintptr_t)page + page_size, PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+				 found, 2, NULL);
+		if (n != 1 || !(found[0].categories & PAGE_IS_PRESENT))
+			why = "PAGEMAP_SCAN did not see a test write";
+	}
+	wsp_pages_free(page, page_size);
+	return why;
+}
+
+void wsp_sampler_probe(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	page_size = ps > 0 ? (uint64_t)ps : 4096;
+	wsp_access_note[0] = 0;
+	if (!wsp_cfg.access) {
+		wsp_access_sources = WSPROF_SOURCE_ANNOTATIONS;
+		snprintf(wsp_access_note, sizeof wsp_access_note, "access sampling off (WSPROF_ACCESS=0)");
+		return;
+	}
+	/* Kernel launches are the CUDA hooks' to record, where there is CUDA. */
+	wsp_access_sources = WSPROF_SOURCE_ANNOTATIONS | WSPROF_SOURCE_KERNEL_LAUNCHES;
+	const char *why = writes_open();
+	if (!why) {
+		wsp_access_sources |= WSPROF_SOURCE_WRITES;
+		return;
+	}
+	close_fd(&uffd);
+	close_fd(&pagemap);
+	snprintf(wsp_access_note, sizeof wsp_access_note, "written pages: %s; DAMON: not used by this version", why);
+}
+
+/* ---- the program's mappings ------------------------------------------- */
+
+/* The whole of /proc/self/maps, NUL-terminated. @return its length, or -1. */
+static long maps_read(void)
+{
+	for (;;) {
+		if (!maps_buf) {
+			maps_cap = maps_cap ? maps_cap : MAPS_MIN;
+			if (!(maps_buf = own_alloc(OWN_MAPS, maps_cap)))
+				return -1;
+		}
+		if (lseek(maps_fd, 0, SEEK_SET) < 0)
+			return -1;
+		size_t n = 0;
+		ssize_t r;
+		while (n < maps_cap - 1 && (r = read(maps_fd, maps_buf + n, maps_cap - 1 - n)) != 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				return -1;
+			n += (size_t)r;
+		}
+		if (n < maps_cap - 1) {
+			maps_buf[n] = 0;
+			return (long)n;
+		}
+		if (maps_cap >= MAPS_MAX) {
+			errno = EFBIG;
+			return -1;
+		}
+		own_free(OWN_MAPS, maps_buf, maps_cap);
+		maps_buf = NULL;
+		maps_cap *= 2;
+	}
+}
+
+static uint64_t parse_hex(const char **s)
+{
+	uint64_t v = 0;
+	for (;; (*s)++) {
+		char c = **s;
+		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+			   : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
+		if (d == 16)
+			return v;
+		v = v * 16 + d;
+	}
+}
+
+static const char *skip_field(const char *s)
+{
+	while (*s == ' ')
+		s++;
+	while (*s && *s != ' ' && *s != '\n')
+		s++;
+	return s;
+}
+
+/* A line of /proc/self/maps: the program's memory we can watch is
+ * writable, private and anonymous - no file (inode 0), and no name but
+ * the brk heap's or one the program gave (PR_SET_VMA_ANON_NAME). The main
+ * [stack], [vvar], [vdso] and their kind are left alone. @return the next
+ * line; *ok tells whether [start, end) is a candidate. */
+static const char *maps_line(const char *s, uint64_t *start, uint64_t *end, bool *ok)
+{
+	*start = parse_hex(&s);
+	s += *s == '-';
+	*end = parse_hex(&s);
+	while (*s == ' ')
+		s++;
+	bool rw_private = s[0] && s[1] == 'w' && s[2] && s[3] == 'p';
+	s = skip_field(s); /* perms */
+	s = skip_field(s); /* offset */
+	s = skip_field(s); /* device */
+	while (*s == ' ')
+		s++;
+	bool no_inode = s[0] == '0' && (s[1] == ' ' || s[1] == '\n' || !s[1]);
+	s = skip_field(s); /* inode */
+	while (*s == ' ')
+		s++;
+	const char *name = s;
+	while (*s && *s != '\n')
+		s++;
+	size_t namelen = (size_t)(s - name);
+	bool anonymous = namelen == 0 || (namelen == 6 && memcmp(name, "[heap]", 6) == 0) ||
+			 (namelen > 6 && memcmp(name, "[anon:", 6) == 0);
+	*ok = rw_private && no_inode && anonymous && *end > *start;
+	return *s ? s + 1 : s;
+}
+
+/* Room for one more entry in next_tracked: both tables grow together. */
+static bool tables_grow(void)
+{
+	size_t cap = tracked_cap ? tracked_cap * 2 : TABLE_MIN, old = tracked_cap * sizeof(struct span);
+	struct span *t = wsp_pages_alloc(cap * sizeof(struct span));
+	struct span *n = wsp_pages_alloc(cap * sizeof(struct span));
+	if (!t || !n) {
+		wsp_pages_free(t, cap * sizeof(struct span));
+		wsp_pages_free(n, cap * sizeof(struct span));
+		return false;
+	}
+	if (old) {
+		memcpy(t, tracked, ntracked * sizeof(struct span));
+		memcpy(n, next_tracked, nnext * sizeof(struct span));
+		wsp_pages_free(tracked, old);
+		wsp_pages_free(next_tracked, old);
+	}
+	tracked = t;
+	next_tracked = n;
+	tracked_cap = cap;
+	own[OWN_TRACKED] = (struct span){ (uintptr_t)t, (uintptr_t)t + cap * sizeof(struct span) };
+	own_set(OWN_NEXT, n, cap * sizeof(struct span));
+	return true;
+}
+
+/* Append [a, b) to next_tracked, joining a neighbour. */
+static bool track(uint64_t a, uint64_t b)
+{
+	if (nnext && next_tracked[nnext - 1].end == a) {
+		next_tracked[nnext - 1].end = b;
+		return true;
+	}
+	if (nnext == tracked_cap && !tables_grow())
+		return false; /* the rest waits for a later window */
+	next_tracked[nnext++] = (struct span){ a, b };
+	return true;
+}
+
+/* A range no longer (or never) registered: register and arm it. A range
+ * another userfaultfd owns (EBUSY) or the kernel refuses is tried again
+ * next window - it may have changed. */
+static void track_new(uint64_t a, uint64_t b)
+{
+	if (uffd_register(a, b) == 0 && arm(a, b))
+		track(a, b);
+}
+
+/* [start, end) of one mapping, minus our own pages, against what is
+ * tracked (from index *ti on, both sorted). */
+static void reconcile_piece(uint64_t s, uint64_t e, size_t *ti)
+{
+	while (*ti < ntracked && tracked[*ti].end <= s)
+		(*ti)++;
+	uint64_t cur = s;
+	for (size_t k = *ti; k < ntracked && tracked[k].start < e; k++) {
+		uint64_t a = tracked[k].start > s ? tracked[k].start : s;
+		uint64_t b = tracked[k].end < e ? tracked[k].end : e;
+		if (a > cur)
+			track_new(cur, a);
+		track(a, b);
+		cur = b;
+	}
+	if (cur < e)
+		track_new(cur, e);
+}
+
+static void reconcile_mapping(uint64_t start, uint64_t end, size_t *ti)
+{
+	uint64_t cur = start;
+	for (size_t i = 0; i < nown_sorted && cur < end; i++) {
+		if (own_sorted[i].end <= cur || own_sorted[i].start >= end)
+			continue;
+		if (own_sorted[i].start > cur)
+			reconcile_piece(cur, own_sorted[i].start, ti);
+		cur = own_sorted[i].end;
+	}
+	if (cur < end)
+		reconcile_piece(cur, end, ti);
+}
+
+/* Bring the tracked ranges in line with the mappings there are now. */
+static bool reconcile(void)
+{
+	if (maps_read() < 0)
+		return false;
+	nnext = 0;
+	size_t ti = 0;
+	for (const char *s = maps_buf; *s;) {
+		uint64_t start, end;
+		bool ok;
+		s = maps_line(s, &start, &end, &ok);
+		if (ok)
+			reconcile_mapping(start, end, &ti);
+	}
+	struct span *t = tracked;
+	tracked = next_tracked;
+	next_tracked = t;
+	struct span o = own[OWN_TRACKED];
+	own[OWN_TRACKED] = own[OWN_NEXT];
+	own[OWN_NEXT] = o;
+	ntracked = nnext;
+	return true;
+}
+
+/* ---- written regions --------------------------------------------------- */
+
+/* The k-th smallest of v[0..n) (0-based), reordering v: quickselect with
+ * a three-way partition, as gaps are often equal. */
+static uint64_t select_kth(uint64_t *v, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n;
+	while (hi - lo > 1) {
+		uint64_t pivot = v[lo + (hi - lo) / 2], t;
+		size_t lt = lo, i = lo, gt = hi;
+		while (i < gt) {
+			if (v[i] < pivot)
+				t = v[lt], v[lt++] = v[i], v[i++] = t;
+			else if (v[i] > pivot)
+				t = v[--gt], v[gt] = v[i], v[i] = t;
+			else
+				i++;
+		}
+		if (k < lt)
+			hi = lt;
+		else if (k >= gt)
+			lo = gt;
+		else
+			return pivot;
+	}
+	return v[lo];
+}
+
+/* At most `max` regions: join the neighbours separated by the smallest
+ * gaps. A joined region counts its gap's bytes as written, so a bounded
+ * window over-counts; the bound is what keeps the cost of a window (and
+ * the size of its record) fixed however scattered the writes. */
+static void bound_regions(size_t max)
+{
+	if (nstore <= max)
+		return;
+	size_t merges = nstore - max;
+	for (size_t i = 0; i + 1 < nstore; i++)
+		gaps[i] = store[i + 1].start - (store[i].start + store[i].len);
+	uint64_t limit = select_kth(gaps, nstore - 1, merges - 1);
+	size_t below = 0;
+	for (size_t i = 0; i + 1 < nstore; i++)
+		below += store[i + 1].start - (store[i].start + store[i].len) < limit;
+	size_t at_limit = merges - below; /* gaps equal to the limit that are joined too */
+	size_t out = 0;
+	for (size_t i = 1; i < nstore; i++) {
+		struct wsp_range *last = &store[out];
+		uint64_t gap = store[i].start - (last->start + last->len);
+		bool join = gap < limit || (gap == limit && at_limit && at_limit--);
+		if (join)
+			last->len = store[i].start + store[i].len - last->start;
+		else
+			store[++out] = store[i];
+	}
+	nstore = out + 1;
+}
+
+static void store_add(uint64_t start, uint64_t end)
+{
+	if (nstore && store[nstore - 1].start + store[nstore - 1].len == start) {
+		store[nstore - 1].len = end - store[nstore - 1].start;
+		return;
+	}
+	if (nstore == STORE_CAP)
+		bound_regions(wsp_cfg.max_regions);
+	store[nstore++] = (struct wsp_range){ start, end - start };
+}
+
+/* Collect the pages of [start, end) written since the last scan, and
+ * protect them again. Counted: pages in memory or swapped out. Only
+ * protected again: pages dropped since (MADV_DONTNEED: the kernel reports
+ * them written, not present) and zero-page mappings (only ever read). A
+ * page dropped and read again within one window still counts where the
+ * kernel backs the read with a fresh page: nothing tells it from a write.
+ * @return 0 or -errno (EPERM: part of the range is no longer registered). */
+static int scan_range(uint64_t start, uint64_t end)
+{
+	while (start < end) {
+		uint64_t walk_end = end;
+		long n = pm_scan(start, end, PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC, vec, VEC_LEN, &walk_end);
+		if (n < 0)
+			return errno == EINTR ? 0 : -errno;
+		for (long i = 0; i < n; i++)
+			if ((vec[i].categories & (PAGE_IS_PRESENT | PAGE_IS_SWAPPED)) &&
+			    !(vec[i].categories & PAGE_IS_PFNZERO))
+				store_add(vec[i].start, vec[i].end);
+		if (walk_end <= start)
+			break;
+		start = walk_end;
+	}
+	return 0;
+}
+
+static void record_written(uint64_t window_ns)
+{
+	size_t max = wsp_cfg.max_regions;
+	bound_regions(max);
+	wsp_tls.writing = true;
+	size_t i = 0;
+	do { /* a window of more regions than one record holds: consecutive records */
+		size_t n = nstore - i < RECORD_REGIONS ? nstore - i : RECORD_REGIONS;
+		wsp_record_access(WSPROF_ACCESS_WRITES, window_ns, store + i, n);
+		i += n;
+	} while (i < nstore);
+	wsp_tls.writing = false;
+}
+
+static void stop_writes(const char *what, int err)
+{
+	warn_once(what, err);
+	close_fd(&uffd); /* the kernel drops every registration with it */
+	close_fd(&pagemap);
+}
+
+/* Register and arm what is new in the maps. @return false if written
+ * pages can no longer be watched. */
+static bool writes_follow_maps(void)
+{
+	if (!same_file(pagemap, &pagemap_id) || !same_file(maps_fd, &maps_id)) {
+		stop_writes("its descriptors were closed by the program", EBADF);
+		return false;
+	}
+	if (!vec) {
+		vec = own_alloc(OWN_VEC, VEC_LEN * sizeof *vec);
+		store = own_alloc(OWN_STORE, STORE_CAP * sizeof *store);
+		gaps = own_alloc(OWN_GAPS, STORE_CAP * sizeof *gaps);
+		if (!vec || !store || !gaps) {
+			stop_writes("out of memory", ENOMEM);
+			return false;
+		}
+	}
+	if (!reconcile()) {
+		stop_writes("cannot read /proc/self/maps", errno);
+		return false;
+	}
+	return true;
+}
+
+/* The first window only registers and arms: nothing was watched before
+ * it. (Arming at once instead would cost a forked child that is about to
+ * exec a walk of all the memory it inherited.) */
+static void sample_writes(void)
+{
+	if (!writes_follow_maps())
+		return;
+	uint64_t now = wsp_now_ns(), since = last_scan_ns;
+	last_scan_ns = now;
+	if (!since)
+		return;
+	nstore = 0;
+	size_t kept = 0;
+	for (size_t i = 0; i < ntracked; i++) {
+		/* Refused: a mapping was replaced in place (mmap MAP_FIXED, munmap
+		 * and mmap again) and is not registered. Registered and armed
+		 * again now, it is watched from the next window on; forgotten if
+		 * that fails, to be tried again when the maps are read. */
+		struct span r = tracked[i];
+		if (scan_range(r.start, r.end) == 0 || (uffd_register(r.start, r.end) == 0 && arm(r.start, r.end)))
+			tracked[kept++] = r;
+	}
+	ntracked = kept;
+	record_written(now - since);
+}
+
+/* ---- resident set ------------------------------------------------------ */
+
+static void sample_rss(void)
+{
+	char text[128];
+	ssize_t n = same_file(statm_fd, &statm_id) ? pread(statm_fd, text, sizeof text - 1, 0) : -1;
+	if (n <= 0)
+		return;
+	text[n] = 0;
+	const char *s = text;
+	while (*s && *s != ' ')
+		s++;
+	uint64_t pages = 0;
+	for (s += *s == ' '; *s >= '0' && *s <= '9'; s++)
+		pages = pages * 10 + (uint64_t)(*s - '0');
+	wsp_tls.writing = true;
+	wsp_record_rss(pages * page_size);
+	wsp_tls.writing = false;
+}
+
+/* ---- the thread -------------------------------------------------------- */
+
+static void deadline_add(struct timespec *t, unsigned ms)
+{
+	uint64_t ns = (uint64_t)t->tv_nsec + (uint64_t)ms * 1000000u;
+	t->tv_sec += (time_t)(ns / 1000000000u);
+	t->tv_nsec = (long)(ns % 1000000000u);
+}
+
+static void *sampler_main(void *arg)
+{
+	(void)arg;
+	wsp_tls.guard = 1; /* nothing this thread does is the program's */
+	dl_iterate_phdr(find_image, NULL);
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (atomic_load(&wsp_state) == WSP_ACTIVE) {
+		deadline_add(&next, wsp_cfg.window_ms);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+			;
+		if (atomic_load(&wsp_state) != WSP_ACTIVE)
+			break;
+		if (uffd >= 0)
+			sample_writes();
+		sample_rss();
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > next.tv_sec + 1) /* far behind (stopped, swapped): no catching up */
+			next = now;
+	}
+	/* Recording stopped while the program goes on: let go of its memory. */
+	close_fd(&uffd);
+	close_fd(&pagemap);
+	return NULL;
+}
+
+void wsp_sampler_start(void)
+{
+	if (uffd >= 0 && maps_fd < 0)
+		maps_fd = open_high("/proc/self/maps", &maps_id);
+	if (uffd >= 0 && maps_fd < 0) {
+		wsp_warn("access sampling: cannot open /proc/self/maps (%s); written pages are not recorded",
+			 strerror(errno));
+		close_fd(&uffd);
+		close_fd(&pagemap);
+	}
+	if (statm_fd < 0)
+		statm_fd = open_high("/proc/self/statm", &statm_id);
+
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* A stack of our own, so it is never registered. A program with a
+	 * lot of static TLS (which lives on it) gets a bigger one. */
+	static const size_t sizes[] = { STACK_SIZE, 32 * STACK_SIZE };
+	static size_t stack_len;
+	int err = EAGAIN;
+	pthread_t th;
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes && err; i++) {
+		if (stack_len < sizes[i]) {
+			if (stack)
+				own_free(OWN_STACK, stack, stack_len);
+			stack_len = sizes[i];
+			stack = own_alloc(OWN_STACK, stack_len);
+		}
+		if (!stack)
+			break;
+		pthread_attr_setstack(&attr, stack, stack_len);
+		err = pthread_create(&th, &attr, sampler_main, NULL);
+	}
+	pthread_attr_destroy(&attr);
+	if (err) {
+		wsp_warn("cannot start the access sampler thread (%s); no access or RSS samples", strerror(err));
+		close_fd(&uffd);
+		close_fd(&pagemap);
+		return;
+	}
+	pthread_setname_np(th, "wsprof-sampler");
+}
+
+/* In a forked child: the descriptors name the parent's memory, and the
+ * child's mappings are not registered (no UFFD_FEATURE_EVENT_FORK). The
+ * parent's sampler stack and tables, copied into the child, are reused. */
+void wsp_sampler_reset_after_fork(void)
+{
+	close_fd(&uffd);
+	close_fd(&pagemap);
+	close_fd(&maps_fd);
+	close_fd(&statm_fd);
+	ntracked = nnext = nstore = 0;
+	last_scan_ns = 0;
+}

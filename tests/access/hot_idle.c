@@ -1,0 +1,106 @@
+/*
+ * hot_idle - one 64 MiB buffer written over and over, another left idle.
+ *
+ * usage: hot_idle EXPECT MODE STEADY_MS [MOVED_MS]
+ *   plain    write the hot buffer for STEADY_MS (phase "steady")
+ *   realloc  the same, then move the hot buffer with realloc (glibc
+ *            moves a large block with mremap) and write it at its new
+ *            address for MOVED_MS more (phase "moved"; default STEADY_MS)
+ *   sparse   as plain, but only every other page of the hot buffer is
+ *            written: 8192 separate regions per window
+ *   fork     fork first; the child does what plain does and writes the
+ *            expect file, the parent only waits for it
+ *
+ * Both buffers are malloc'd (glibc maps blocks this big with mmap) and
+ * written whole once at the start, so both are resident. The hot buffer
+ * is then written one word per page, sweep after sweep. The phases are
+ * marked with wsprof.h so the test can pick the windows inside them from
+ * the trace itself. The expect file names the buffers:
+ *   {"pid": P, "page_size": S, "size": N, "hot": A, "idle": B, "moved": C}
+ */
+#include "account.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wsprof.h"
+
+#define SIZE (64u << 20)
+#define GROWN (SIZE + (4u << 20)) /* bigger, so realloc cannot stay in place */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Write one word in every `stride` bytes of the first SIZE until ms pass. */
+static void keep_writing(volatile char *p, uint64_t ms, size_t stride)
+{
+	uint64_t until = now_ms() + ms;
+	for (unsigned round = 1; now_ms() < until; round++)
+		for (size_t off = 0; off < SIZE; off += stride)
+			p[off] = (char)round;
+}
+
+static int run(const char *expect_path, const char *mode, uint64_t steady_ms, uint64_t moved_ms)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	char *idle = malloc(SIZE), *hot = malloc(SIZE);
+	if (!idle || !hot)
+		return 2;
+	memset(idle, 1, SIZE);
+	memset(hot, 1, SIZE);
+	account_keep(idle);
+
+	wsprof_phase_push("steady");
+	keep_writing(hot, steady_ms, strcmp(mode, "sparse") == 0 ? 2 * page : page);
+	wsprof_phase_pop();
+
+	struct expect e;
+	expect_init(&e);
+	expect_uint(&e, "pid", (uint64_t)getpid());
+	expect_uint(&e, "page_size", page);
+	expect_uint(&e, "size", SIZE);
+	expect_uint(&e, "hot", (uintptr_t)hot);
+	expect_uint(&e, "idle", (uintptr_t)idle);
+	if (strcmp(mode, "realloc") == 0) {
+		char *moved = realloc(hot, GROWN);
+		if (!moved)
+			return 2;
+		wsprof_phase_push("moved");
+		keep_writing(moved, moved_ms, page);
+		wsprof_phase_pop();
+		expect_uint(&e, "moved", (uintptr_t)moved);
+		hot = moved;
+	}
+	free(hot);
+	free(idle);
+	return expect_write(&e, expect_path) == 0 ? 0 : 2;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		complain("usage: hot_idle EXPECT plain|realloc|fork STEADY_MS [MOVED_MS]");
+		return 2;
+	}
+	uint64_t steady_ms = strtoull(argv[3], NULL, 10);
+	uint64_t moved_ms = argc > 4 ? strtoull(argv[4], NULL, 10) : steady_ms;
+	if (strcmp(argv[2], "fork") != 0)
+		return run(argv[1], argv[2], steady_ms, moved_ms);
+	pid_t child = fork();
+	if (child < 0)
+		return 2;
+	if (child == 0)
+		_exit(run(argv[1], "plain", steady_ms, moved_ms));
+	int status;
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status))
+		return 2;
+	return WEXITSTATUS(status);
+}
