@@ -46,8 +46,8 @@ static uint64_t metric(const struct wsp_site_stats *s, enum sort_key k)
 	case BY_LEAKED: return s->leaked_bytes;
 	case BY_TEMPORARY: return s->temporary;
 	case BY_ACCESSED: return s->accessed_bytes;
-	/* The coldest memory first: live bytes never touched for longest. */
-	case BY_COLD: return s->leaked_bytes ? s->coldest_idle_ns : 0;
+	/* The coldest memory first: blocks untouched for longest. */
+	case BY_COLD: return s->coldest_idle_ns;
 	}
 	return 0;
 }
@@ -204,8 +204,8 @@ static void usage_callsites(FILE *out)
 	      "                               [--full-stacks] [--kind KIND] [--json] TRACE\n"
 	      "  one row per allocation site: the first frame outside the allocator (malloc, operator new)\n"
 	      "  --sort KEY      order of the rows (default peak: bytes live when the kind peaked);\n"
-	      "                  accessed: bytes of the blocks live at the end seen accessed; cold: the\n"
-	      "                  live memory untouched for longest first (access samples, see report wss)\n"
+	      "                  accessed: bytes seen accessed; cold: the memory that went untouched for\n"
+	      "                  longest before its free or the end first (access samples, see report wss)\n"
 	      "  --top N         rows to show (default 20, 0 for all)\n"
 	      "  --full-stacks   one row per whole call stack, with its frames\n"
 	      "  --kind KIND     heap (default) or mmap\n"
@@ -354,15 +354,15 @@ static void callsites_text(const struct options *o, struct wsp_loaded *l, const 
 	       shown < r->n ? ", the top ones" : "");
 	bool access = o->sort == BY_ACCESSED || o->sort == BY_COLD;
 	if (access)
-		printf("  %11s %11s %11s %13s  %s\n", "live", "accessed", "cold for", "allocations", o->full ? "call stack" : "site");
+		printf("  %11s %11s %11s %13s  %s\n", "bytes", "accessed", "cold for", "allocations", o->full ? "call stack" : "site");
 	else
 		printf("  %11s %11s %13s %11s %11s  %s\n", "peak", "leaked", "allocations", "temporary", "bytes",
 		       o->full ? "call stack" : "site");
 	for (size_t i = 0; i < shown; i++) {
 		const struct row *row = &r->v[i];
 		char a[32], b[32], c[32], d[32], e[32], label[1024];
-		if (access) { /* live = still allocated at the end; cold for = since its least recent access */
-			printf("  %11s %11s %9.3f s %13s  %s\n", wsp_human_bytes(a, sizeof a, row->sum.leaked_bytes),
+		if (access) { /* cold for: the longest a block went untouched before its free or the end */
+			printf("  %11s %11s %9.3f s %13s  %s\n", wsp_human_bytes(a, sizeof a, row->sum.bytes),
 			       wsp_human_bytes(b, sizeof b, row->sum.accessed_bytes), (double)row->sum.coldest_idle_ns / 1e9,
 			       wsp_group_digits(c, sizeof c, row->sum.allocations), wsp_frame_label(&row->site, label, sizeof label));
 			if (o->full)

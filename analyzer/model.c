@@ -65,6 +65,7 @@ struct site {
 	uint64_t stack;
 	uint8_t kind;
 	uint64_t allocations, bytes, failed, temporary;
+	uint64_t accessed, coldest;  /* of its freed blocks (live ones are added at the end) */
 	uint64_t live, live_blocks, snap;
 	uint32_t snap_epoch;
 };
@@ -323,11 +324,24 @@ static uint64_t *serial_of(struct wsp_model *m, uint32_t tid)
 
 /* A counted block is freed: a free of its kind, and a temporary
  * allocation of its stack if its thread has not allocated since. */
+/* How long a block went without an access before its end (free or the
+ * trace's end); since its allocation if it was never accessed. */
+static uint64_t idle_before(const struct wsp_block *b, uint64_t end)
+{
+	uint64_t seen = b->last_access_ns > b->time_ns ? b->last_access_ns : b->time_ns;
+	return end > seen ? end - seen : 0;
+}
+
 static void count_free(struct wsp_model *m, const struct wsp_block *b)
 {
 	m->kinds[b->kind].frees++;
 	if (!m->per_stack)
 		return;
+	struct site *s = &m->sites[b->site];
+	s->accessed += b->accessed_bytes < b->size ? b->accessed_bytes : b->size;
+	uint64_t idle = idle_before(b, m->last_time);
+	if (idle > s->coldest)
+		s->coldest = idle;
 	uint64_t *serial = serial_of(m, b->tid);
 	if (serial && *serial == b->serial)
 		m->sites[b->site].temporary++;
@@ -1286,8 +1300,7 @@ static void live_access(const struct wsp_model *m, const struct wsp_block *b, st
 {
 	if (b->excluded || b->site >= m->nsites)
 		return;
-	uint64_t seen = b->last_access_ns > b->time_ns ? b->last_access_ns : b->time_ns;
-	uint64_t idle = m->last_time > seen ? m->last_time - seen : 0;
+	uint64_t idle = idle_before(b, m->last_time);
 	acc[b->site].accessed += b->accessed_bytes < b->size ? b->accessed_bytes : b->size;
 	if (idle > acc[b->site].coldest)
 		acc[b->site].coldest = idle;
@@ -1314,8 +1327,8 @@ void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_
 			.peak_bytes = s->snap_epoch == m->epoch[s->kind] ? s->snap : s->live,
 			.leaked_bytes = s->live,
 			.leaked_blocks = s->live_blocks,
-			.accessed_bytes = acc ? acc[i].accessed : 0,
-			.coldest_idle_ns = acc ? acc[i].coldest : 0,
+			.accessed_bytes = s->accessed + (acc ? acc[i].accessed : 0),
+			.coldest_idle_ns = acc && acc[i].coldest > s->coldest ? acc[i].coldest : s->coldest,
 		};
 		fn(&st, arg);
 	}

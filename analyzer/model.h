@@ -81,9 +81,10 @@ struct wsp_site_stats {
 	uint64_t allocations, bytes, failed, temporary;
 	uint64_t peak_bytes;       /* live when the kind's live total peaked */
 	uint64_t leaked_bytes, leaked_blocks; /* live at the end */
-	/* Of the blocks live at the end (access samples): bytes seen accessed,
-	 * and how long the longest-untouched one went without an access
-	 * (since its allocation if never). */
+	/* Access samples: bytes of its blocks seen accessed (the most of each
+	 * block in one window), and the longest any of its blocks went without
+	 * an access before it was freed or the trace ended (since its
+	 * allocation if never accessed). */
 	uint64_t accessed_bytes, coldest_idle_ns;
 };
 

@@ -51,7 +51,8 @@ static void keep_writing(volatile char *p, uint64_t ms, size_t stride)
 static int run(const char *expect_path, const char *mode, uint64_t steady_ms, uint64_t moved_ms)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	char *idle = malloc(SIZE), *hot = malloc(SIZE);
+	char *idle = malloc(SIZE); /* SITE:idle */
+	char *hot = malloc(SIZE);  /* SITE:hot */
 	if (!idle || !hot)
 		return 2;
 	memset(idle, 1, SIZE);

@@ -343,3 +343,66 @@ Test(access, refused_userfaultfd_leaves_the_program_alone_and_says_why)
 	wt_result_free(&run);
 	free(trace), free(expect), free(jail), free(prog);
 }
+
+/* The reports: the median working set is the hot buffer, and the idle
+ * buffer's call site is the cold one. */
+static struct wt_json *report_json(const char *const argv[], struct wt_result *r)
+{
+	wt_run(r, argv);
+	wt_assert_status(r, 0, argv[2]);
+	char err[256];
+	struct wt_json *j = wt_json_parse(r->out, err, sizeof err);
+	cr_assert(j, "not JSON (%s):\n%s", err, r->out);
+	return j;
+}
+
+static uint64_t source_line(const char *marker)
+{
+	char *path = wt_path(getenv("WSPROF_SOURCE_ROOT"), "tests/access/hot_idle.c");
+	char *text = wt_read_file(path, NULL);
+	cr_assert(text && strstr(text, marker), "no %s in %s", marker, path);
+	uint64_t line = 1;
+	for (const char *p = text; p < strstr(text, marker); p++)
+		line += *p == '\n';
+	free(text);
+	free(path);
+	return line;
+}
+
+Test(access, the_reports_show_the_working_set_and_the_cold_site)
+{
+	need_written_pages();
+	struct wt_recording rec;
+	record(&rec, window_env, "plain", STEADY_MS, NULL);
+	struct wt_result r;
+	struct wt_json *w = report_json((const char *[]){ wt_wsprof(), "report", "wss", "--json", rec.trace, NULL }, &r);
+	double median = (double)wt_u64(w, "percentiles_by_source.writes.p50") / MIB;
+	cr_expect(median >= 64 * 0.8 && median <= 64 * 1.2, "median working set %.1f MiB, not 64 MiB within 20%%", median);
+	cr_expect_str_eq(wt_json_str(w, "sources.0"), "writes");
+	wt_json_free(w);
+	wt_result_free(&r);
+
+	struct wt_json *c = report_json((const char *[]){ wt_wsprof(), "report", "callsites", "--sort", "cold", "--kind",
+							  "heap", "--top", "0", "--json", rec.trace, NULL }, &r);
+	const struct wt_json *sites = wt_json_get(c, "sites");
+	uint64_t idle_line = source_line("SITE:idle"), hot_line = source_line("SITE:hot");
+	double idle_cold = -1, hot_cold = -1;
+	for (size_t i = 0; sites && i < sites->count; i++) {
+		const struct wt_json *s = &sites->items[i];
+		const char *cold = wt_json_str(s, "coldest_idle_s");
+		const struct wt_json *cold_num = wt_json_get(s, "coldest_idle_s");
+		double v = cold_num && cold_num->text ? strtod(cold_num->text, NULL) : (cold ? strtod(cold, NULL) : -1);
+		if (wt_u64(s, "line") == idle_line)
+			idle_cold = v;
+		if (wt_u64(s, "line") == hot_line)
+			hot_cold = v;
+	}
+	cr_expect(idle_cold >= 0.5, "the idle buffer's site went cold for %.3f s only:\n%s", idle_cold, r.out);
+	cr_expect(hot_cold >= 0 && hot_cold < 0.5, "the hot buffer's site shows cold for %.3f s:\n%s", hot_cold, r.out);
+	cr_expect_str_eq(wt_json_str(c, "sites.0.file") ? strrchr(wt_json_str(c, "sites.0.file"), '/') + 1 : "",
+			 "hot_idle.c", "the coldest site first");
+	cr_expect_eq(wt_u64(c, "sites.0.line"), idle_line, "the idle buffer is the coldest site");
+	wt_json_free(c);
+	wt_result_free(&r);
+	wt_recording_free(&rec);
+}
