@@ -98,7 +98,7 @@ struct wsp_model {
 	struct wsp_snapshot *snapshots;
 	size_t nsnapshots, snapshots_cap;
 
-	uint64_t wss_bucket_ns;
+	uint64_t wss_bucket_ns, window_ns;
 	struct wsp_wss *wss;
 	struct wsp_rss_point *rss;
 	size_t nrss, rss_cap;
@@ -699,6 +699,23 @@ static int pool_reset(struct wsp_model *m, uint64_t pool)
 	return 0;
 }
 
+static int ensure_wss(struct wsp_model *m, wsprof_trace *t);
+
+static int touch_access(struct wsp_model *m, const wsprof_event *ev, struct wsp_block *b)
+{
+	int err = ensure_wss(m, NULL);
+	if (err)
+		return err;
+	uint64_t start = ev->addr, len = ev->size ? ev->size : 1;
+	if (len > b->addr + b->size - start && start >= b->addr)
+		len = b->addr + b->size - start;
+	b->last_access_ns = ev->time_ns;
+	if (len > b->accessed_bytes)
+		b->accessed_bytes = len;
+	const wsprof_region r = { start, len };
+	return wsp_wss_add(m->wss, WSPROF_ACCESS_ANNOTATED, ev->time_ns, 0, &r, 1);
+}
+
 static int apply_annotation(struct wsp_model *m, const wsprof_event *ev)
 {
 	switch (ev->op) {
@@ -741,7 +758,13 @@ static int apply_annotation(struct wsp_model *m, const wsprof_event *ev)
 	case WSPROF_ANN_RELEASE: a->st.refs--; a->st.annotated = true; break;
 	case WSPROF_ANN_VALID: a->st.validity = WSP_VALIDITY_VALID; a->st.annotated = true; break;
 	case WSPROF_ANN_INVALID: a->st.validity = WSP_VALIDITY_INVALID; a->st.annotated = true; break;
-	case WSPROF_ANN_TOUCH: break;
+	case WSPROF_ANN_TOUCH: {
+		/* An access the program reports: the source for memory wsprof cannot watch. */
+		int err = touch_access(m, ev, b);
+		if (err)
+			return err;
+		break;
+	}
 	default: return 0; /* an annotation of a later version */
 	}
 	a->st.last_use_ns = ev->time_ns;
@@ -920,15 +943,22 @@ static uint64_t attribute(void *ctx, uint64_t addr, uint64_t len, uint64_t *kind
 	return len > a.attributed ? len - a.attributed : 0;
 }
 
+static int ensure_wss(struct wsp_model *m, wsprof_trace *t)
+{
+	if (m->wss)
+		return 0;
+	if (t)
+		m->window_ns = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
+	uint64_t bucket = m->wss_bucket_ns ? m->wss_bucket_ns : m->window_ns ? m->window_ns : 100000000u;
+	m->wss = wsp_wss_new(bucket, attribute, m);
+	return m->wss ? 0 : -ENOMEM;
+}
+
 static int apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev)
 {
-	if (!m->wss) {
-		uint64_t bucket = m->wss_bucket_ns;
-		if (!bucket && t)
-			bucket = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
-		if (!(m->wss = wsp_wss_new(bucket, attribute, m)))
-			return -ENOMEM;
-	}
+	int e = ensure_wss(m, t);
+	if (e)
+		return e;
 	for (size_t i = 0; i < ev->nregions; i++) {
 		int err = each_overlap(m, ev->regions[i].addr, ev->regions[i].len, note_access, (void *)&ev->time_ns);
 		if (err)
@@ -1163,6 +1193,8 @@ static int note_device(struct wsp_model *m, const wsprof_event *ev)
 
 int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev)
 {
+	if (!m->window_ns && t)
+		m->window_ns = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
 	if (ev->time_ns > m->last_time)
 		m->last_time = ev->time_ns;
 	m->seq = ev->seq;

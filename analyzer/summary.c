@@ -20,6 +20,17 @@ static void usage(FILE *out)
 	      "                   May be repeated.\n", out);
 }
 
+/* The access sources a recording can have (WSPROF_SOURCE_*), as reports name them. */
+static const struct {
+	unsigned bit;
+	const char *name;
+} source_bits[] = {
+	{ WSPROF_SOURCE_WRITES, "written pages" },
+	{ WSPROF_SOURCE_DAMON, "DAMON" },
+	{ WSPROF_SOURCE_ANNOTATIONS, "annotations" },
+	{ WSPROF_SOURCE_KERNEL_LAUNCHES, "kernel launches" },
+};
+
 /* CUDA VMM mappings and reservations are address space, not memory: they
  * are told with cuda_vmm, not as kinds of their own. */
 static bool is_address_range_kind(unsigned k)
@@ -113,6 +124,25 @@ static void print_json(const struct wsp_loaded *l)
 		wsp_json_end_object(&j);
 	}
 	wsp_json_end_array(&j);
+	wsp_json_begin_object(&j, "access");
+	wsp_json_begin_array(&j, "sources");
+	for (size_t i = 0; i < sizeof source_bits / sizeof *source_bits; i++)
+		if (p->access_sources & source_bits[i].bit)
+			wsp_json_string(&j, NULL, source_bits[i].name);
+	wsp_json_end_array(&j);
+	wsp_json_string(&j, "note", p->access_note);
+	wsp_json_uint(&j, "window_ms", p->window_ms);
+	const struct wsp_wss *w = wsp_model_wss(l->model);
+	const struct wsp_wss_point *pts;
+	size_t npts = w ? wsp_wss_points(w, &pts) : 0;
+	wsp_json_uint(&j, "windows", npts);
+	const struct wsp_rss_point *rss;
+	size_t nrss = wsp_model_rss(l->model, &rss);
+	uint64_t rss_peak = 0;
+	for (size_t i = 0; i < nrss; i++)
+		rss_peak = rss[i].bytes > rss_peak ? rss[i].bytes : rss_peak;
+	wsp_json_uint(&j, "rss_peak_bytes", rss_peak);
+	wsp_json_end_object(&j);
 	wsp_json_uint(&j, "untracked_frees", wsp_model_untracked_frees(l->model));
 	const struct wsp_phase *phases;
 	const struct wsp_snapshot *snaps;
@@ -157,8 +187,20 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
 	printf("  recorded  %s, %.3f s, %llu thread%s, %s events\n", when, (double)st->end_time_ns / 1e9,
 	       (unsigned long long)st->threads, st->threads == 1 ? "" : "s", wsp_group_digits(a, sizeof a, st->events));
-	printf("  trace     %s (format %u.%u, wsprof %s)\n\n", status_word(st), p->format_major, p->format_minor,
+	printf("  trace     %s (format %u.%u, wsprof %s)\n", status_word(st), p->format_major, p->format_minor,
 	       p->tool_version);
+	if (p->access_sources) {
+		printf("  access    ");
+		bool first = true;
+		for (size_t i = 0; i < sizeof source_bits / sizeof *source_bits; i++) {
+			if (p->access_sources & source_bits[i].bit) {
+				printf("%s%s", first ? "" : ", ", source_bits[i].name);
+				first = false;
+			}
+		}
+		printf(" (window %u ms)%s%s\n", p->window_ms, p->access_note[0] ? "; " : "", p->access_note);
+	}
+	printf("\n");
 	if (filtered)
 		printf("  (only allocations made from the --caller modules are counted)\n\n");
 	printf("  %-12s %13s %13s %8s %11s %11s %13s\n", "kind", "allocations", "frees", "failed", "peak",

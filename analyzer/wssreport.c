@@ -12,9 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const source_names[WSPROF_ACCESS_SOURCE_COUNT] = { "writes", "damon", "inferred" };
+static const char *const source_names[WSPROF_ACCESS_SOURCE_COUNT] = { "writes", "damon", "inferred", "annotated" };
 static const char *const source_words[WSPROF_ACCESS_SOURCE_COUNT] = {
 	"written pages (exact)", "DAMON (sampled reads and writes)", "inferred from kernel launches (may be touched)",
+	"annotations (wsprof_touch)",
+};
+/* The WSPROF_SOURCE_* bit of each source. */
+static const unsigned source_bit[WSPROF_ACCESS_SOURCE_COUNT] = {
+	WSPROF_SOURCE_WRITES, WSPROF_SOURCE_DAMON, WSPROF_SOURCE_KERNEL_LAUNCHES, WSPROF_SOURCE_ANNOTATIONS,
 };
 
 struct dist {
@@ -162,10 +167,8 @@ int wsp_cmd_wss(int argc, char **argv)
 		wsp_json_string(&j, "kind", k >= 0 ? wsprof_kind_name((unsigned)k) : NULL);
 		wsp_json_begin_array(&j, "sources");
 		for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
-			if (p->access_sources & (1u << (s == WSPROF_ACCESS_INFERRED ? 3 : s)))
+			if (p->access_sources & source_bit[s])
 				wsp_json_string(&j, NULL, source_names[s]);
-		if (p->access_sources & WSPROF_SOURCE_ANNOTATIONS)
-			wsp_json_string(&j, NULL, "annotations");
 		wsp_json_end_array(&j);
 		wsp_json_string(&j, "note", p->access_note);
 		json_dist(&j, "percentiles", &all);
@@ -199,12 +202,12 @@ int wsp_cmd_wss(int argc, char **argv)
 		printf("  sources   ");
 		bool any = false;
 		for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++) {
-			if (p->access_sources & (1u << (s == WSPROF_ACCESS_INFERRED ? 3 : s))) {
+			if (p->access_sources & source_bit[s]) {
 				printf("%s%s", any ? ", " : "", source_words[s]);
 				any = true;
 			}
 		}
-		printf("%sannotations (wsprof_touch)\n", any ? ", " : "");
+		printf("%s\n", any ? "" : "none");
 		if (p->access_note[0])
 			printf("  missing   %s\n", p->access_note);
 		printf("  window    %u ms, %zu windows\n\n", window, n);

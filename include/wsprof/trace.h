@@ -110,6 +110,7 @@ enum wsprof_access_source {
 	WSPROF_ACCESS_WRITES = 0,   /* pages written (userfaultfd write-protect + PAGEMAP_SCAN): exact */
 	WSPROF_ACCESS_DAMON = 1,    /* regions DAMON saw accessed (reads and writes, sampled) */
 	WSPROF_ACCESS_INFERRED = 2, /* device blocks passed to a kernel launch: may have been touched */
+	WSPROF_ACCESS_ANNOTATED = 3, /* wsprof_touch (an ANNOTATE event, never an ACCESS record) */
 	WSPROF_ACCESS_SOURCE_COUNT
 };
 

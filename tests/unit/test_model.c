@@ -527,3 +527,16 @@ Test(access, blocks_remember_when_they_were_last_accessed)
 	cr_expect_eq(got.heap, 500);
 	cr_expect_eq(got.maps, 700);
 }
+
+Test(access, a_touch_annotation_is_an_access)
+{
+	ev(WSPROF_EV_ALLOC, 2, 1, 0x7f0000000000ull, 0x100000); /* device memory wsprof cannot watch */
+	wsprof_event t = { .type = WSPROF_EV_ANNOTATE, .op = WSPROF_ANN_TOUCH, .tid = 1, .seq = ++seq, .time_ns = 150,
+			   .addr = 0x7f0000000000ull + 0x1000, .size = 0x2000 };
+	cr_assert_eq(wsp_model_apply(m, NULL, &t), 0);
+	cr_assert_eq(wsp_model_finish(m), 0);
+	const struct wsp_wss_point *p;
+	cr_assert_eq(wsp_wss_points(wsp_model_wss(m), &p), 1);
+	cr_expect_eq(p[0].bytes[WSPROF_ACCESS_ANNOTATED], 0x2000);
+	cr_expect_eq(p[0].kind_bytes[WSPROF_KIND_CUDA_DEVICE], 0x2000);
+}
