@@ -10,9 +10,21 @@
  *   private anonymous mappings are registered with a userfaultfd in
  *   asynchronous write-protect mode. A write to a protected page costs one
  *   minor fault, which the kernel resolves by itself (nothing is delivered
- *   to us). Every window, the PAGEMAP_SCAN ioctl on /proc/self/pagemap
- *   returns the pages written since the last scan and protects them again,
- *   atomically. Exact and page granular; reads are invisible.
+ *   to us), and leaves the page unprotected. Every window, the PAGEMAP_SCAN
+ *   ioctl on /proc/self/pagemap returns the unprotected pages, all reported
+ *   written, and protects at most WSPROF_WP_PAGES of them again, in the
+ *   same call that reports them. Page granular; reads are invisible.
+ *
+ *   The budget bounds the cost: each page protected again costs the
+ *   program at most one fault in the next window, whatever it writes.
+ *   When the unprotected pages fit in it, all are protected again and each
+ *   window is exact. When they do not, the budget goes round them in
+ *   address order, window after window, from where the last one ran out:
+ *   the rest stay unprotected and are reported written in every window
+ *   until their turn comes. That is the approximation: a page left
+ *   unprotected is assumed still hot, so a page that went cold is seen so
+ *   within ceil(unprotected pages / budget) windows, not at once, and the
+ *   working set is over-counted by the pages that went cold since.
  *
  * Mappings come and go, so /proc/self/maps is read again every window: new
  * ranges are registered and armed (write-protected before anything is
@@ -32,12 +44,15 @@
  * be told apart from the program's without mem.c keeping a table of them,
  * and show as written memory outside any of the program's allocations.
  *
- * Side effects on the program: one minor fault per written page per
- * window, a transparent huge page written in part is split, and a range we
- * registered cannot be registered with another userfaultfd (EBUSY) - a
- * program that uses userfaultfd on its own heap should run with
- * WSPROF_ACCESS=0. Without a usable userfaultfd there are no write samples
- * (the trace header says why); that is never the program's failure.
+ * Side effects on the program: one minor fault per page protected again,
+ * at most WSPROF_WP_PAGES a window, and, once, one per page it writes of a
+ * range just armed (arming is not budgeted: a range registered and left
+ * unprotected would report its idle pages as written); a transparent huge
+ * page written in part is split; and a range we registered cannot be
+ * registered with another userfaultfd (EBUSY) - a program that uses
+ * userfaultfd on its own heap should run with WSPROF_ACCESS=0. Without a
+ * usable userfaultfd there are no write samples (the trace header says
+ * why); that is never the program's failure.
  *
  * DAMON (root only, and needing the kernel's vaddr operations) is not used
  * by this version.
@@ -229,9 +244,10 @@ static int find_image(struct dl_phdr_info *info, size_t size, void *arg)
 
 /* ---- userfaultfd and PAGEMAP_SCAN ------------------------------------- */
 
-/* One PAGEMAP_SCAN: pages written (and, with flags, re-protected). */
+/* One PAGEMAP_SCAN: pages written (and, with flags, re-protected), at
+ * most max_pages of them reported (0: no limit; only with out). */
 static long pm_scan(uint64_t start, uint64_t end, uint64_t flags, struct page_region *out, size_t out_len,
-		    uint64_t *walk_end)
+		    uint64_t max_pages, uint64_t *walk_end)
 {
 	struct pm_scan_arg arg = {
 		.size = sizeof arg,
@@ -240,6 +256,7 @@ static long pm_scan(uint64_t start, uint64_t end, uint64_t flags, struct page_re
 		.end = end,
 		.vec = (uintptr_t)out,
 		.vec_len = out ? out_len : 0,
+		.max_pages = max_pages,
 		.category_mask = PAGE_IS_WRITTEN,
 		.return_mask = out ? PAGE_IS_WRITTEN | PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO : 0,
 	};
@@ -254,7 +271,7 @@ static long pm_scan(uint64_t start, uint64_t end, uint64_t flags, struct page_re
  * comes protected and only a write counts. */
 static bool arm(uint64_t start, uint64_t end)
 {
-	return pm_scan(start, end, PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC, NULL, 0, NULL) >= 0;
+	return pm_scan(start, end, PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC, NULL, 0, 0, NULL) >= 0;
 }
 
 static int uffd_register(uint64_t start, uint64_t end)
@@ -325,7 +342,7 @@ static const char *writes_open(void)
 	else {
 		*(volatile uint8_t *)page = 1;
 		long n = pm_scan((uintptr_t)page, (uintptr_t)page + page_size, PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
-				 found, 2, NULL);
+				 found, 2, 0, NULL);
 		if (n != 1 || !(found[0].categories & PAGE_IS_PRESENT))
 			why = "PAGEMAP_SCAN did not see a test write";
 	}
@@ -617,29 +634,133 @@ static void store_add(uint64_t start, uint64_t end)
 	store[nstore++] = (struct wsp_range){ start, end - start };
 }
 
-/* Collect the pages of [start, end) written since the last scan, and
- * protect them again. Counted: pages in memory or swapped out. Only
- * protected again: pages dropped since (MADV_DONTNEED: the kernel reports
- * them written, not present) and zero-page mappings (only ever read). A
- * page dropped and read again within one window still counts where the
- * kernel backs the read with a fresh page: nothing tells it from a write.
- * @return 0 or -errno (EPERM: part of the range is no longer registered). */
-static int scan_range(uint64_t start, uint64_t end)
+/* This window's budget of pages to write-protect again (WSPROF_WP_PAGES).
+ * It goes round the written pages in address order, window after window:
+ * from the cursor up first, then from the lowest range up to the cursor.
+ * The ranges are walked in address order, so the part below the cursor,
+ * walked first, is given what the part above will not take. */
+static struct {
+	uint64_t cursor; /* where it starts: where the last window's ran out, 0 if it did not */
+	uint64_t left;   /* pages it may still protect in the part being walked */
+	uint64_t above;  /* pages it keeps for the part from the cursor up */
+	bool crossed;    /* the walk is past the cursor: `above` is in `left` */
+	uint64_t stop_below, stop_above; /* where it ran out in either part; 0 if it did not */
+} wp;
+
+static uint64_t region_pages(const struct page_region *r)
+{
+	return (r->end - r->start) / page_size;
+}
+
+/* Where to go on after a PAGEMAP_SCAN of [.., end) that returned n regions
+ * into vec; full: it filled vec or reached its max_pages, so it may have
+ * stopped early. A walk that completes after more than one of the
+ * kernel's internal chunks leaves walk_end where the last chunk began
+ * (Linux 6.7 to 6.18 at least), so a scan that did not stop early went to
+ * the end, and one that did is past its last region whatever walk_end
+ * says: scanning a report-only range again from walk_end would report its
+ * pages twice. */
+static uint64_t scan_resume(long n, bool full, uint64_t walk_end, uint64_t end)
+{
+	if (!full)
+		return end;
+	uint64_t last = n > 0 ? vec[n - 1].end : walk_end;
+	return walk_end > last ? walk_end : last;
+}
+
+/* How many pages of the tracked ranges from `from` up are written and
+ * unprotected, counted up to `max`. Changes nothing; a refused range is
+ * left to the walk that follows. */
+static uint64_t count_written_from(uint64_t from, uint64_t max)
+{
+	uint64_t found = 0;
+	for (size_t i = 0; i < ntracked && found < max; i++) {
+		uint64_t start = tracked[i].start > from ? tracked[i].start : from, end = tracked[i].end;
+		while (start < end && found < max) {
+			uint64_t walk_end = end;
+			long n = pm_scan(start, end, PM_SCAN_CHECK_WPASYNC, vec, VEC_LEN, max - found, &walk_end);
+			if (n < 0)
+				break;
+			for (long k = 0; k < n; k++)
+				found += region_pages(&vec[k]);
+			uint64_t next = scan_resume(n, n == VEC_LEN || found >= max, walk_end, end);
+			if (next <= start)
+				break;
+			start = next;
+		}
+	}
+	return found;
+}
+
+/* Collect the pages of [start, end) written and not protected since, and
+ * protect the first wp.left of them again, in the same ioctl that reports
+ * them (a write between the two would be lost otherwise); the rest are
+ * reported and left unprotected. Counted: pages in memory or swapped out.
+ * Not counted, though protected again within the budget: pages dropped
+ * since (MADV_DONTNEED: the kernel reports them written, not present) and
+ * zero-page mappings (only ever read). A page dropped and read again within
+ * one window still counts where the kernel backs the read with a fresh
+ * page: nothing tells it from a write. *stop: where the budget ran out, if
+ * it did here. @return 0 or -errno (EPERM: part of the range is no longer
+ * registered). */
+static int scan_piece(uint64_t start, uint64_t end, uint64_t *stop)
 {
 	while (start < end) {
+		bool protect = wp.left > 0; /* max_pages 0 would be no limit */
 		uint64_t walk_end = end;
-		long n = pm_scan(start, end, PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC, vec, VEC_LEN, &walk_end);
+		long n = pm_scan(start, end, PM_SCAN_CHECK_WPASYNC | (protect ? PM_SCAN_WP_MATCHING : 0), vec, VEC_LEN,
+				 wp.left, &walk_end);
 		if (n < 0)
 			return errno == EINTR ? 0 : -errno;
-		for (long i = 0; i < n; i++)
+		for (long i = 0; i < n; i++) {
+			uint64_t pages = region_pages(&vec[i]);
+			if (protect)
+				wp.left -= pages < wp.left ? pages : wp.left;
 			if ((vec[i].categories & (PAGE_IS_PRESENT | PAGE_IS_SWAPPED)) &&
 			    !(vec[i].categories & PAGE_IS_PFNZERO))
 				store_add(vec[i].start, vec[i].end);
-		if (walk_end <= start)
+		}
+		uint64_t next = scan_resume(n, n == VEC_LEN || (protect && !wp.left), walk_end, end);
+		if (protect && !wp.left && !*stop)
+			*stop = next;
+		if (next <= start)
 			break;
-		start = walk_end;
+		start = next;
 	}
 	return 0;
+}
+
+/* One tracked range: its part below the cursor, then its part above. */
+static int scan_range(uint64_t start, uint64_t end)
+{
+	uint64_t mid = wp.cursor < start ? start : wp.cursor > end ? end : wp.cursor;
+	int err = scan_piece(start, mid, &wp.stop_below);
+	if (err || mid == end)
+		return err;
+	if (!wp.crossed) {
+		wp.left += wp.above;
+		wp.crossed = true;
+	}
+	return scan_piece(mid, end, &wp.stop_above);
+}
+
+/* Share out the window's budget: what the pages from the cursor up take,
+ * the part above keeps; the part below gets the rest. */
+static void budget_start(void)
+{
+	uint64_t budget = wsp_cfg.wp_pages;
+	wp.above = wp.cursor ? count_written_from(wp.cursor, budget) : budget;
+	wp.left = budget - wp.above;
+	wp.crossed = false;
+	wp.stop_below = wp.stop_above = 0;
+}
+
+/* Where the next window's budget starts: past the last page this one
+ * protected, in the order it goes round; the lowest range when every
+ * written page is protected again. */
+static void budget_end(void)
+{
+	wp.cursor = wp.stop_below ? wp.stop_below : wp.stop_above;
 }
 
 static void record_written(uint64_t window_ns)
@@ -699,6 +820,7 @@ static void sample_writes(void)
 	if (!since)
 		return;
 	nstore = 0;
+	budget_start();
 	size_t kept = 0;
 	for (size_t i = 0; i < ntracked; i++) {
 		/* Refused: a mapping was replaced in place (mmap MAP_FIXED, munmap
@@ -710,6 +832,7 @@ static void sample_writes(void)
 			tracked[kept++] = r;
 	}
 	ntracked = kept;
+	budget_end();
 	record_written(now - since);
 }
 
@@ -824,4 +947,5 @@ void wsp_sampler_reset_after_fork(void)
 	close_fd(&statm_fd);
 	ntracked = nnext = nstore = 0;
 	last_scan_ns = 0;
+	wp.cursor = 0;
 }

@@ -94,6 +94,8 @@ struct wsp_config {
 	unsigned sample_ms;   /* WSPROF_SAMPLE_MS: sampling interval, 1..1000 (DAMON), default 5 */
 	unsigned window_ms;   /* WSPROF_WINDOW_MS: aggregation window, 10..60000, default 100 */
 	unsigned max_regions; /* WSPROF_MAX_REGIONS: regions per window at most, 10..10000, default 1000 */
+	unsigned wp_pages;    /* WSPROF_WP_PAGES: pages write-protected again per window at most, 64..1048576,
+			       * default 1536 per 100 ms of window */
 };
 
 /* What the access sampler has (WSPROF_SOURCE_* of include/wsprof/trace.h)

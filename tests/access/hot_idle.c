@@ -1,11 +1,13 @@
 /*
  * hot_idle - one 64 MiB buffer written over and over, another left idle.
  *
- * usage: hot_idle EXPECT MODE STEADY_MS [MOVED_MS]
+ * usage: hot_idle EXPECT MODE STEADY_MS [THEN_MS]
  *   plain    write the hot buffer for STEADY_MS (phase "steady")
  *   realloc  the same, then move the hot buffer with realloc (glibc
  *            moves a large block with mremap) and write it at its new
- *            address for MOVED_MS more (phase "moved"; default STEADY_MS)
+ *            address for THEN_MS more (phase "moved"; default STEADY_MS)
+ *   cool     as plain, then for THEN_MS write only the first half of the
+ *            hot buffer (phase "cooled"): its second half has gone cold
  *   sparse   as plain, but only every other page of the hot buffer is
  *            written: 8192 separate regions per window
  *   fork     fork first; the child does what plain does and writes the
@@ -39,16 +41,16 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Write one word in every `stride` bytes of the first SIZE until ms pass. */
-static void keep_writing(volatile char *p, uint64_t ms, size_t stride)
+/* Write one word in every `stride` bytes of the first len until ms pass. */
+static void keep_writing(volatile char *p, size_t len, uint64_t ms, size_t stride)
 {
 	uint64_t until = now_ms() + ms;
 	for (unsigned round = 1; now_ms() < until; round++)
-		for (size_t off = 0; off < SIZE; off += stride)
+		for (size_t off = 0; off < len; off += stride)
 			p[off] = (char)round;
 }
 
-static int run(const char *expect_path, const char *mode, uint64_t steady_ms, uint64_t moved_ms)
+static int run(const char *expect_path, const char *mode, uint64_t steady_ms, uint64_t then_ms)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	char *idle = malloc(SIZE); /* SITE:idle */
@@ -60,7 +62,7 @@ static int run(const char *expect_path, const char *mode, uint64_t steady_ms, ui
 	account_keep(idle);
 
 	wsprof_phase_push("steady");
-	keep_writing(hot, steady_ms, strcmp(mode, "sparse") == 0 ? 2 * page : page);
+	keep_writing(hot, SIZE, steady_ms, strcmp(mode, "sparse") == 0 ? 2 * page : page);
 	wsprof_phase_pop();
 
 	struct expect e;
@@ -75,10 +77,14 @@ static int run(const char *expect_path, const char *mode, uint64_t steady_ms, ui
 		if (!moved)
 			return 2;
 		wsprof_phase_push("moved");
-		keep_writing(moved, moved_ms, page);
+		keep_writing(moved, SIZE, then_ms, page);
 		wsprof_phase_pop();
 		expect_uint(&e, "moved", (uintptr_t)moved);
 		hot = moved;
+	} else if (strcmp(mode, "cool") == 0) {
+		wsprof_phase_push("cooled");
+		keep_writing(hot, SIZE / 2, then_ms, page);
+		wsprof_phase_pop();
 	}
 	free(hot);
 	free(idle);
@@ -88,18 +94,18 @@ static int run(const char *expect_path, const char *mode, uint64_t steady_ms, ui
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		complain("usage: hot_idle EXPECT plain|realloc|fork STEADY_MS [MOVED_MS]");
+		complain("usage: hot_idle EXPECT plain|realloc|sparse|fork|cool STEADY_MS [THEN_MS]");
 		return 2;
 	}
 	uint64_t steady_ms = strtoull(argv[3], NULL, 10);
-	uint64_t moved_ms = argc > 4 ? strtoull(argv[4], NULL, 10) : steady_ms;
+	uint64_t then_ms = argc > 4 ? strtoull(argv[4], NULL, 10) : steady_ms;
 	if (strcmp(argv[2], "fork") != 0)
-		return run(argv[1], argv[2], steady_ms, moved_ms);
+		return run(argv[1], argv[2], steady_ms, then_ms);
 	pid_t child = fork();
 	if (child < 0)
 		return 2;
 	if (child == 0)
-		_exit(run(argv[1], "plain", steady_ms, moved_ms));
+		_exit(run(argv[1], "plain", steady_ms, then_ms));
 	int status;
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status))
 		return 2;

@@ -4,23 +4,33 @@
  *
  * hot_idle writes one 64 MiB buffer over and over while a second one,
  * written once at the start, stays idle. Every window inside its "steady"
- * phase (after the first, in which the buffers may still be registering)
- * must show the hot buffer written whole and the idle one not at all, the
- * written bytes must be the hot buffer's, and the resident set both
- * buffers. The same holds at the buffer's new address after realloc moved
- * it, in a forked child's own trace, and when only every other page is
- * written and the regions must be bounded (WSPROF_MAX_REGIONS). With
- * WSPROF_ACCESS=0, or where userfaultfd is refused (a seccomp filter, as
- * container runtimes apply), there are no write samples and the trace
+ * phase, once the sampler has settled, must show the hot buffer written
+ * whole and the idle one not at all, the written bytes must be the hot
+ * buffer's, and the resident set both buffers. The same holds at the
+ * buffer's new address after realloc moved it, in a forked child's own
+ * trace, and when only every other page is written and the regions must
+ * be bounded (WSPROF_MAX_REGIONS). When half the hot buffer stops being
+ * written, that half is reported idle within the bound the budget sets.
+ * With WSPROF_ACCESS=0, or where userfaultfd is refused (a seccomp filter,
+ * as container runtimes apply), there are no write samples and the trace
  * header says why. Where the kernel cannot watch written pages at all
  * (before Linux 6.7), the tests that need them are skipped, saying why.
  *
- * The window is 500 ms, not the default 100: a write to a protected page
- * costs a fault, about 15 us on this project's VMs, so one sweep of the
- * 64 MiB buffer (16384 pages) takes about a quarter of a second, and a
- * window shorter than a sweep would rightly see only part of the buffer.
- * The tests run one at a time (a sweep slowed by a neighbour would do the
- * same).
+ * The sampler write-protects at most WSPROF_WP_PAGES written pages again
+ * per window, going round them; the rest stay unprotected and are reported
+ * written in every window, assumed still hot, until their turn comes. The
+ * tests set a budget below the hot buffer's 16384 pages, so that is what
+ * they see: the hot buffer reported whole in every window though only part
+ * of it takes faults, and pages written once - the idle buffer, when the
+ * sampler armed it before hot_idle had written it - reported for up to
+ * ceil(written / budget) windows. A phase is checked from then on.
+ *
+ * The window is 250 ms, not the default 100: a write to a protected page
+ * costs a fault, about 15 us on this project's VMs, so the sweep after the
+ * buffer is armed (16384 faults) takes about a quarter of a second, and
+ * the 8192 pages protected again per window cost a tenth of a second more
+ * in each. The tests run one at a time (a sweep slowed by a neighbour
+ * would see less).
  */
 #include "harness.h"
 
@@ -95,8 +105,12 @@ static void need_written_pages(void)
 
 TestSuite(access, .fini = wt_cleanup, .timeout = 60);
 
-#define STEADY_MS "2500"
+#define STEADY_MS "3000"
+#define WP_PAGES 8192 /* the budget of window_env, half the hot buffer */
 #define MIB (1024.0 * 1024.0)
+/* Written pages besides the two buffers that compete for the budget: the
+ * moved buffer's extra 1024, the program's other pages and wsprof's. */
+#define OTHER_PAGES 4096
 
 struct window {
 	uint64_t start, end;  /* ns since the process started */
@@ -184,11 +198,22 @@ static uint64_t median(uint64_t *v, size_t n)
 	return v[n / 2];
 }
 
-/* The windows wholly inside the phase, but for the first (the buffer may
- * have been registered during it): the hot buffer written whole in most,
- * the idle one in none; the median written bytes are the hot buffer's;
- * the resident set holds both buffers. */
-static void check_hot_and_idle(const char *trace, const char *phase, uint64_t hot, const struct wt_json *expect)
+/* How long after a moment pages written before it may still be reported:
+ * the sampler protects wp_pages of the written pages again per window,
+ * going round them, so a page no longer written is seen so within
+ * ceil(written / wp_pages) windows; one more for a window that ends late. */
+static uint64_t settle_ns(uint64_t written_pages, unsigned wp_pages, unsigned window_ms)
+{
+	return ((written_pages + wp_pages - 1) / wp_pages + 1) * window_ms * 1000000ull;
+}
+
+/* The windows wholly inside the phase once the sampler has settled (both
+ * buffers may have been written in full, and not protected since, before
+ * it began): the hot buffer written whole in most, the idle one in none;
+ * the median written bytes are the hot buffer's; the resident set holds
+ * both buffers. */
+static void check_hot_and_idle(const char *trace, const char *phase, uint64_t hot, const struct wt_json *expect,
+			       unsigned wp_pages)
 {
 	uint64_t size = wt_u64(expect, "size"), page = wt_u64(expect, "page_size");
 	struct samples *s = calloc(1, sizeof *s);
@@ -200,7 +225,7 @@ static void check_hot_and_idle(const char *trace, const char *phase, uint64_t ho
 	cr_assert(s->phase_start && s->phase_end, "%s: no \"%s\" phase in the trace", trace, phase);
 	cr_expect(!s->unsorted, "regions come sorted and apart");
 
-	uint64_t from = s->phase_start + s->window_ms * 1000000ull, written[256];
+	uint64_t from = s->phase_start + settle_ns(2 * size / page + OTHER_PAGES, wp_pages, s->window_ms), written[256];
 	size_t n = 0, whole = 0;
 	for (size_t i = 0; i < s->nw; i++) {
 		const struct window *w = &s->w[i];
@@ -233,14 +258,13 @@ static void check_hot_and_idle(const char *trace, const char *phase, uint64_t ho
 	free(s);
 }
 
-static const char *const window_env[] = { "WSPROF_WINDOW_MS=500", NULL };
-
+static const char *const window_env[] = { "WSPROF_WINDOW_MS=250", "WSPROF_WP_PAGES=8192", NULL };
 
 static void record(struct wt_recording *rec, const char *const env[], const char *mode, const char *steady_ms,
-		   const char *moved_ms)
+		   const char *then_ms)
 {
 	char *prog = wt_path(ACCESS_PROG_DIR, "hot_idle");
-	wt_record_with(rec, env, NULL, prog, (const char *[]){ mode, steady_ms, moved_ms, NULL });
+	wt_record_with(rec, env, NULL, prog, (const char *[]){ mode, steady_ms, then_ms, NULL });
 	free(prog);
 	wt_assert_status(&rec->run, 0, "wsprof record hot_idle");
 	cr_assert(rec->expect, "hot_idle wrote no expect file");
@@ -251,7 +275,7 @@ Test(access, written_pages_show_the_hot_buffer_and_not_the_idle_one)
 	need_written_pages();
 	struct wt_recording rec;
 	record(&rec, window_env, "plain", STEADY_MS, NULL);
-	check_hot_and_idle(rec.trace, "steady", wt_u64(rec.expect, "hot"), rec.expect);
+	check_hot_and_idle(rec.trace, "steady", wt_u64(rec.expect, "hot"), rec.expect, WP_PAGES);
 	wt_recording_free(&rec);
 }
 
@@ -263,7 +287,7 @@ Test(access, a_buffer_moved_by_realloc_is_followed_to_its_new_address)
 	uint64_t hot = wt_u64(rec.expect, "hot"), moved = wt_u64(rec.expect, "moved");
 	cr_assert_neq(hot, moved, "realloc did not move the block: nothing to follow");
 	/* The old address is gone: reported as written only if it was never let go. */
-	check_hot_and_idle(rec.trace, "moved", moved, rec.expect);
+	check_hot_and_idle(rec.trace, "moved", moved, rec.expect, WP_PAGES);
 	struct samples *s = calloc(1, sizeof *s);
 	read_samples(rec.trace, "moved", hot, wt_u64(rec.expect, "idle"), wt_u64(rec.expect, "size"),
 		     wt_u64(rec.expect, "page_size"), s);
@@ -282,7 +306,7 @@ Test(access, a_forked_child_has_its_own_samples)
 	record(&rec, window_env, "fork", STEADY_MS, NULL);
 	char *child = wt_path(rec.dir, "t.wsp.%llu", (unsigned long long)wt_u64(rec.expect, "pid"));
 	cr_assert(wt_file_exists(child), "the child's trace %s was not written", child);
-	check_hot_and_idle(child, "steady", wt_u64(rec.expect, "hot"), rec.expect);
+	check_hot_and_idle(child, "steady", wt_u64(rec.expect, "hot"), rec.expect, WP_PAGES);
 	free(child);
 	wt_recording_free(&rec);
 }
@@ -295,9 +319,60 @@ Test(access, scattered_writes_are_bounded_to_max_regions)
 {
 	need_written_pages();
 	struct wt_recording rec;
-	record(&rec, (const char *[]){ "WSPROF_WINDOW_MS=300", "WSPROF_MAX_REGIONS=100", NULL }, "sparse", "1500",
-	       NULL);
-	check_hot_and_idle(rec.trace, "steady", wt_u64(rec.expect, "hot"), rec.expect);
+	record(&rec, (const char *[]){ "WSPROF_WINDOW_MS=300", "WSPROF_MAX_REGIONS=100", "WSPROF_WP_PAGES=8192", NULL },
+	       "sparse", STEADY_MS, NULL);
+	check_hot_and_idle(rec.trace, "steady", wt_u64(rec.expect, "hot"), rec.expect, WP_PAGES);
+	wt_recording_free(&rec);
+}
+
+/* 4096 pages protected again per 100 ms window, a quarter of the hot
+ * buffer. When its second half is no longer written, the pages of it not
+ * yet protected again are still reported, fewer each window, and none
+ * after ceil(written / 4096) windows (and one more), while the first half,
+ * lower in memory and written on, is reported whole throughout: the budget
+ * goes round all the written pages, not to the same ones each window. */
+Test(access, a_buffer_that_goes_cold_is_reported_idle_within_the_bound)
+{
+	need_written_pages();
+	struct wt_recording rec;
+	record(&rec, (const char *[]){ "WSPROF_WINDOW_MS=100", "WSPROF_WP_PAGES=4096", NULL }, "cool", "2000", "1500");
+	uint64_t hot = wt_u64(rec.expect, "hot"), size = wt_u64(rec.expect, "size"), page = wt_u64(rec.expect, "page_size");
+	check_hot_and_idle(rec.trace, "steady", hot, rec.expect, 4096);
+	/* As read here, "hot" is the half still written, "idle" the half gone cold. */
+	struct samples *s = calloc(1, sizeof *s);
+	read_samples(rec.trace, "cooled", hot, hot + size / 2, size / 2, page, s);
+	cr_assert(s->phase_start && s->phase_end, "%s: no \"cooled\" phase in the trace", rec.trace);
+
+	/* What was written when half the buffer went cold: the most reported
+	 * by the windows ending within one window of that moment. */
+	uint64_t window_ns = s->window_ms * 1000000ull, written = 0;
+	for (size_t i = 0; i < s->nw; i++)
+		if (s->w[i].end + window_ns > s->phase_start && s->w[i].end <= s->phase_start + window_ns &&
+		    s->w[i].written > written)
+			written = s->w[i].written;
+	cr_assert_geq(written, size / 100 * 95, "only %.1f MiB written when half the buffer went cold", written / MIB);
+	uint64_t cold_from = s->phase_start + settle_ns(written / page, 4096, s->window_ms), last = UINT64_MAX;
+	size_t n = 0;
+	for (size_t i = 0; i < s->nw; i++) {
+		const struct window *w = &s->w[i];
+		if (w->start < s->phase_start || w->end > s->phase_end)
+			continue;
+		cr_log_info("cooled window ending at %.2f s: %.1f MiB of the half still written, %.1f MiB of the cold one",
+			    w->end / 1e9, w->hot / MIB, w->idle / MIB);
+		cr_expect_geq(w->hot, size / 2 / 100 * 95, "window ending at %.2f s: only %.1f MiB of the half still written",
+			      w->end / 1e9, w->hot / MIB);
+		cr_expect_leq(w->idle, last, "window ending at %.2f s: more of the cold half reported written (%.1f MiB)",
+			      w->end / 1e9, w->idle / MIB);
+		last = w->idle;
+		if (w->start < cold_from)
+			continue;
+		n++;
+		cr_expect_eq(w->idle, 0, "window ending at %.2f s, %.2f s after half the buffer went cold: %.1f MiB of "
+			     "that half reported written", w->end / 1e9, (w->end - s->phase_start) / 1e9, w->idle / MIB);
+	}
+	cr_assert_geq(n, 3, "only %zu windows of the cooled phase after %.2f s, the bound for %.1f MiB written", n,
+		      (cold_from - s->phase_start) / 1e9, written / MIB);
+	free(s);
 	wt_recording_free(&rec);
 }
 
