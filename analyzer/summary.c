@@ -132,6 +132,8 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_end_array(&j);
 	wsp_json_string(&j, "note", p->access_note);
 	wsp_json_uint(&j, "window_ms", p->window_ms);
+	wsp_json_uint(&j, "wp_pages", p->wp_pages);
+	wsp_json_uint(&j, "max_regions", p->max_regions);
 	const struct wsp_wss *w = wsp_model_wss(l->model);
 	const struct wsp_wss_point *pts;
 	size_t npts = w ? wsp_wss_points(w, &pts) : 0;
@@ -198,7 +200,8 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 				first = false;
 			}
 		}
-		printf(" (window %u ms)%s%s\n", p->window_ms, p->access_note[0] ? "; " : "", p->access_note);
+		printf(" (window %u ms, at most %u pages re-checked per window)%s%s\n", p->window_ms, p->wp_pages,
+		       p->access_note[0] ? "; " : "", p->access_note);
 	}
 	printf("\n");
 	if (filtered)

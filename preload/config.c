@@ -69,7 +69,6 @@ void wsp_config_load(void)
 	wsp_cfg.follow = env_uint("WSPROF_FOLLOW", 0, 1, 1) != 0;
 	wsp_cfg.cuda_stream_times = env_uint("WSPROF_CUDA_STREAM_TIMES", 0, 1, 0) != 0;
 	wsp_cfg.access = env_uint("WSPROF_ACCESS", 0, 1, 1) != 0;
-	wsp_cfg.sample_ms = env_uint("WSPROF_SAMPLE_MS", 1, 1000, 5);
 	wsp_cfg.window_ms = env_uint("WSPROF_WINDOW_MS", 10, 60000, 100);
 	wsp_cfg.max_regions = env_uint("WSPROF_MAX_REGIONS", 10, 10000, 1000);
 	/* 1536 pages per 100 ms of window by default, so the worst case costs

@@ -396,7 +396,7 @@ static size_t header_records(uint8_t *p0, pid_t pid, pid_t parent_traced, const 
 	p = wsp_put_varint(p, wsp_cfg.flush_ms);
 	p = wsp_put_varint(p, wsp_cfg.follow);
 	p = wsp_put_varint(p, wsp_access_sources);
-	p = wsp_put_varint(p, wsp_cfg.sample_ms);
+	p = wsp_put_varint(p, wsp_cfg.wp_pages);
 	p = wsp_put_varint(p, wsp_cfg.window_ms);
 	p = wsp_put_varint(p, wsp_cfg.max_regions);
 	p = wsp_put_bytes(p, wsp_access_note, notelen);

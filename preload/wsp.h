@@ -91,7 +91,6 @@ struct wsp_config {
 	bool follow;          /* WSPROF_FOLLOW: trace forked children and exec'd programs */
 	bool cuda_stream_times; /* WSPROF_CUDA_STREAM_TIMES: also record when streams reach async calls */
 	bool access;          /* WSPROF_ACCESS: sample which memory is accessed (default 1) */
-	unsigned sample_ms;   /* WSPROF_SAMPLE_MS: sampling interval, 1..1000 (DAMON), default 5 */
 	unsigned window_ms;   /* WSPROF_WINDOW_MS: aggregation window, 10..60000, default 100 */
 	unsigned max_regions; /* WSPROF_MAX_REGIONS: regions per window at most, 10..10000, default 1000 */
 	unsigned wp_pages;    /* WSPROF_WP_PAGES: pages write-protected again per window at most, 64..1048576,

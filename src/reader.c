@@ -250,7 +250,7 @@ static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
 			t->proc.flush_ms = (unsigned)wsp_get_field(&r);
 			t->proc.follow = (unsigned)wsp_get_field(&r);
 			t->proc.access_sources = (unsigned)wsp_get_field(&r);
-			t->proc.sample_ms = (unsigned)wsp_get_field(&r);
+			t->proc.wp_pages = (unsigned)wsp_get_field(&r);
 			t->proc.window_ms = (unsigned)wsp_get_field(&r);
 			t->proc.max_regions = (unsigned)wsp_get_field(&r);
 			free(t->access_note);

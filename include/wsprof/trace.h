@@ -173,9 +173,10 @@ typedef struct wsprof_process {
 	const char *tool_version;
 	unsigned format_major, format_minor;
 	unsigned stack_depth, flush_ms, follow;
-	/* Access sampling (format 1.1): WSPROF_SOURCE_* bits, its intervals and
-	 * bound, and why a source is missing ("" when none is). */
-	unsigned access_sources, sample_ms, window_ms, max_regions;
+	/* Access sampling (format 1.1): WSPROF_SOURCE_* bits, the pages
+	 * re-protected per window at most, the window, the regions per window
+	 * at most, and why a source is missing ("" when none is). */
+	unsigned access_sources, wp_pages, window_ms, max_regions;
 	const char *access_note;
 } wsprof_process;
 
