@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "model.h"
 #include "symbols.h"
@@ -39,6 +40,10 @@ int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool s
 
 /* A kind by name ("heap"), with a one-line error. @return 0 or -1. */
 int wsp_parse_kind(const char *s, unsigned *kind);
+
+/* The one operand left after getopt: the trace. NULL after a one-line
+ * error and the usage (argv[0] names the report). */
+const char *wsp_trace_operand(int argc, char **argv, void (*usage)(FILE *));
 
 /* The lines that open a text report: what, of which trace, which program. */
 void wsp_print_heading(const struct wsp_loaded *l, const char *what);

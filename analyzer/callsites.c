@@ -282,12 +282,8 @@ static int parse(int argc, char **argv, bool callsites, struct options *o)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "wsprof: this report needs exactly one trace file\n");
-		usage(stderr);
+	if (!(o->trace = wsp_trace_operand(argc, argv, usage)))
 		return 2;
-	}
-	o->trace = argv[optind];
 	return 0;
 }
 

@@ -153,18 +153,16 @@ int wsp_cmd_flame(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "wsprof: report flame needs exactly one trace file\n");
-		usage(stderr);
+	const char *trace = wsp_trace_operand(argc, argv, usage);
+	if (!trace)
 		return 2;
-	}
 	if (!output && !folded) {
 		fprintf(stderr, "wsprof: report flame writes an SVG: name it with -o FILE.svg (or use --format folded)\n");
 		return 2;
 	}
 	struct wsp_model_options mo = { .per_stack = true };
 	struct wsp_loaded l;
-	if (wsp_load(argv[optind], &mo, true, &l))
+	if (wsp_load(trace, &mo, true, &l))
 		return 1;
 	struct build b = { .l = &l, .flame = wsp_flame_new(), .metric = metric, .kind = kind };
 	if (!b.flame)

@@ -5,6 +5,7 @@
  */
 #include "analyzer.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,6 +69,15 @@ void wsp_loaded_free(struct wsp_loaded *l)
 	wsprof_trace_close(l->trace);
 	l->model = NULL;
 	l->trace = NULL;
+}
+
+const char *wsp_trace_operand(int argc, char **argv, void (*usage)(FILE *))
+{
+	if (optind == argc - 1)
+		return argv[optind];
+	fprintf(stderr, "wsprof: report %s needs exactly one trace file\n", argv[0]);
+	usage(stderr);
+	return NULL;
 }
 
 void wsp_print_heading(const struct wsp_loaded *l, const char *what)

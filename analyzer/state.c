@@ -297,12 +297,9 @@ int wsp_cmd_state(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "wsprof: report state needs exactly one trace file\n");
-		usage(stderr);
+	const char *path = wsp_trace_operand(argc, argv, usage);
+	if (!path)
 		return 2;
-	}
-	const char *path = argv[optind];
 	struct wsp_loaded whole;
 	if (wsp_load(path, NULL, false, &whole))
 		return 1;

@@ -283,15 +283,14 @@ int wsp_cmd_summary(int argc, char **argv)
 		default: usage(stderr); free(callers); return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "wsprof: report summary needs exactly one trace file\n");
-		usage(stderr);
+	const char *trace = wsp_trace_operand(argc, argv, usage);
+	if (!trace) {
 		free(callers);
 		return 2;
 	}
 	struct wsp_model_options mo = { .callers = ncallers ? callers : NULL };
 	struct wsp_loaded l;
-	int rc = wsp_load(argv[optind], &mo, false, &l);
+	int rc = wsp_load(trace, &mo, false, &l);
 	if (rc == 0) {
 		if (json)
 			print_json(&l);

@@ -137,14 +137,12 @@ int wsp_cmd_wss(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "wsprof: report wss needs exactly one trace file\n");
-		usage(stderr);
+	const char *trace = wsp_trace_operand(argc, argv, usage);
+	if (!trace)
 		return 2;
-	}
 	struct wsp_model_options mo = { .wss_bucket_ns = window_ms * 1000000u };
 	struct wsp_loaded l;
-	if (wsp_load(argv[optind], &mo, false, &l))
+	if (wsp_load(trace, &mo, false, &l))
 		return 1;
 	const wsprof_process *p = wsprof_trace_process(l.trace);
 	const struct wsp_wss *w = wsp_model_wss(l.model);
