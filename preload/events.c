@@ -484,17 +484,23 @@ void wsp_record_access(unsigned source, uint64_t window_ns, const struct wsp_ran
 	wsp_event_end(t, wsp_record_close(p, &m), false);
 }
 
-void wsp_record_rss(uint64_t bytes)
+/* A stamped record of one value, not an event of the footer's count. */
+void wsp_record_value(unsigned type, uint64_t value)
 {
 	struct wsp_thread *t = wsp_thread_self();
 	uint8_t *p = t ? wsp_event_begin(t, WSP_EVENT_RECORD_MAX) : NULL;
 	if (!p)
 		return;
 	struct wsp_record_mark m;
-	p = wsp_record_open(p, WSP_REC_RSS, WSP_EVENT_RECORD_MAX - 2, &m);
+	p = wsp_record_open(p, type, WSP_EVENT_RECORD_MAX - 2, &m);
 	p = wsp_event_stamp(t, p);
-	p = wsp_put_varint(p, bytes);
+	p = wsp_put_varint(p, value);
 	wsp_event_end(t, wsp_record_close(p, &m), false);
+}
+
+void wsp_record_rss(uint64_t bytes)
+{
+	wsp_record_value(WSP_REC_RSS, bytes);
 }
 
 void wsp_record_device_memory(int device, uint64_t free_bytes, uint64_t total_bytes)
@@ -514,15 +520,7 @@ void wsp_record_device_memory(int device, uint64_t free_bytes, uint64_t total_by
 
 void wsp_record_fork(pid_t child)
 {
-	struct wsp_thread *t = wsp_thread_self();
-	uint8_t *p = t ? wsp_event_begin(t, WSP_EVENT_RECORD_MAX) : NULL;
-	if (!p)
-		return;
-	struct wsp_record_mark m;
-	p = wsp_record_open(p, WSP_REC_FORK, WSP_EVENT_RECORD_MAX - 2, &m);
-	p = wsp_event_stamp(t, p);
-	p = wsp_put_varint(p, (uint64_t)child);
-	wsp_event_end(t, wsp_record_close(p, &m), false);
+	wsp_record_value(WSP_REC_FORK, (uint64_t)child);
 }
 
 void wsp_record_exec(const char *path)

@@ -118,15 +118,7 @@ static void record_load(const struct dl_phdr_info *info, const char *name)
 
 static void record_unload(uintptr_t base)
 {
-	struct wsp_thread *t = wsp_thread_self();
-	uint8_t *p = t ? wsp_event_begin(t, WSP_EVENT_RECORD_MAX) : NULL;
-	if (!p)
-		return;
-	struct wsp_record_mark m;
-	p = wsp_record_open(p, WSP_REC_MODULE_UNLOAD, WSP_EVENT_RECORD_MAX - 2, &m);
-	p = wsp_event_stamp(t, p);
-	p = wsp_put_varint(p, base);
-	wsp_event_end(t, wsp_record_close(p, &m), false);
+	wsp_record_value(WSP_REC_MODULE_UNLOAD, base);
 }
 
 static int visit(struct dl_phdr_info *info, size_t size, void *arg)

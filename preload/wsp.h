@@ -207,6 +207,8 @@ void wsp_record_move(unsigned kind, unsigned op, const void *addr, size_t old_si
 void wsp_record_fail(unsigned kind, unsigned op, size_t size);
 void wsp_record_unmap(const void *addr, size_t len);
 void wsp_record_fork(pid_t child);
+/* A record of one varint value after the stamp (FORK, MODULE_UNLOAD, RSS). */
+void wsp_record_value(unsigned type, uint64_t value);
 
 /* CUDA: which device (-1: unknown), stream and VMM handle an event concerns. */
 struct wsp_cuda_tag {
