@@ -71,6 +71,7 @@ void wsp_config_load(void)
 	wsp_cfg.access = env_uint("WSPROF_ACCESS", 0, 1, 1) != 0;
 	wsp_cfg.window_ms = env_uint("WSPROF_WINDOW_MS", 10, 60000, 100);
 	wsp_cfg.max_regions = env_uint("WSPROF_MAX_REGIONS", 10, 10000, 1000);
+	wsp_cfg.sample_us = env_uint("WSPROF_SAMPLE_US", 100, 1000000, 5000);
 	/* 1536 pages per 100 ms of window by default, so the worst case costs
 	 * the same whatever the window: a program that rewrites all its memory
 	 * takes a write fault on every page protected again. On this project's

@@ -44,6 +44,7 @@ static void start(pid_t parent_traced)
 	wsp_pid = getpid();
 	wsp_sampler_probe();
 	if (wsp_writer_open(parent_traced) < 0) {
+		wsp_sampler_finish();
 		atomic_store(&wsp_state, WSP_OFF);
 		return;
 	}
@@ -110,8 +111,10 @@ __attribute__((constructor)) static void on_load(void)
 __attribute__((destructor)) static void on_unload(void)
 {
 	wsp_tls.guard++;
-	if (wsp_is_traced_process())
+	if (wsp_is_traced_process()) {
+		wsp_sampler_finish();
 		wsp_writer_finish();
+	}
 	wsp_tls.guard--;
 }
 
@@ -182,6 +185,7 @@ static bool before_exec(const char *path)
 	if (wsp_tls.guard || !wsp_is_traced_process())
 		return false;
 	wsp_tls.guard++;
+	wsp_sampler_finish(); /* the new image starts its own kdamond */
 	wsp_writer_lock();
 	wsp_writer_flush_locked();
 	wsp_tls.writing = true; /* a buffer for the record must not wait for the writer */
@@ -385,6 +389,7 @@ WSPROF_EXPORT void _exit(int status)
 	wsp_real_resolve();
 	if (!wsp_tls.guard && wsp_is_traced_process()) {
 		wsp_tls.guard++;
+		wsp_sampler_finish();
 		wsp_writer_finish();
 	}
 	wsp_real._exit(status);

@@ -54,8 +54,12 @@
  * usable userfaultfd there are no write samples (the trace header says
  * why); that is never the program's failure.
  *
- * DAMON (root only, and needing the kernel's vaddr operations) is not used
- * by this version.
+ * Reads and writes, by region (damon.c): where the kernel has DAMON's
+ * virtual-address operations and the user may use them (root), a kdamond
+ * of wsprof's own watches the process and this thread reads its regions
+ * once per aggregation window, which then paces the thread. Both sources
+ * are recorded when both are there: written pages are exact, DAMON's
+ * regions see reads.
  *
  * Reentrancy: the sampler thread holds its guard for its whole life, so
  * what it causes passes untraced, and sets wsp_tls.writing while it
@@ -145,7 +149,7 @@ static struct stat pagemap_id, maps_id, statm_id;
 static uint64_t page_size = 4096;
 
 /* wsprof's own memory, cut out of what is registered: sorted by start. */
-enum own_slot { OWN_STACK, OWN_MAPS, OWN_TRACKED, OWN_NEXT, OWN_VEC, OWN_STORE, OWN_GAPS, OWN_IMAGE, OWN_MAX = OWN_IMAGE + 8 };
+enum own_slot { OWN_STACK, OWN_MAPS, OWN_TRACKED, OWN_NEXT, OWN_VEC, OWN_STORE, OWN_GAPS, OWN_DAMON, OWN_IMAGE, OWN_MAX = OWN_IMAGE + 8 };
 static struct span own[OWN_MAX];        /* by slot; empty when start == end */
 static struct span own_sorted[OWN_MAX];
 static size_t nown_sorted;
@@ -159,6 +163,7 @@ static struct page_region *vec;
 static struct wsp_range *store; /* this window's written regions, sorted */
 static size_t nstore;
 static uint64_t *gaps;
+static struct wsp_range *damon_store; /* this window's regions DAMON saw accessed */
 static void *stack;
 
 static uint64_t last_scan_ns; /* 0 until the first window has armed everything */
@@ -365,11 +370,20 @@ void wsp_sampler_probe(void)
 	const char *why = writes_open();
 	if (!why) {
 		wsp_access_sources |= WSPROF_SOURCE_WRITES;
-		return;
+	} else {
+		close_fd(&uffd);
+		close_fd(&pagemap);
 	}
-	close_fd(&uffd);
-	close_fd(&pagemap);
-	snprintf(wsp_access_note, sizeof wsp_access_note, "written pages: %s; DAMON: not used by this version", why);
+	char damon_why[160];
+	const char *damon = wsp_damon_open(damon_why, sizeof damon_why);
+	if (!damon)
+		wsp_access_sources |= WSPROF_SOURCE_DAMON;
+	if (why && damon)
+		snprintf(wsp_access_note, sizeof wsp_access_note, "written pages: %s; DAMON: %s", why, damon);
+	else if (why)
+		snprintf(wsp_access_note, sizeof wsp_access_note, "written pages: %s", why);
+	else if (damon)
+		snprintf(wsp_access_note, sizeof wsp_access_note, "DAMON: %s", damon);
 }
 
 /* ---- the program's mappings ------------------------------------------- */
@@ -763,18 +777,24 @@ static void budget_end(void)
 	wp.cursor = wp.stop_below ? wp.stop_below : wp.stop_above;
 }
 
-static void record_written(uint64_t window_ns)
+/* A window's regions of one source: consecutive records when they are
+ * more than one holds. */
+static void record_regions(unsigned source, uint64_t window_ns, const struct wsp_range *r, size_t count)
 {
-	size_t max = wsp_cfg.max_regions;
-	bound_regions(max);
 	wsp_tls.writing = true;
 	size_t i = 0;
-	do { /* a window of more regions than one record holds: consecutive records */
-		size_t n = nstore - i < RECORD_REGIONS ? nstore - i : RECORD_REGIONS;
-		wsp_record_access(WSPROF_ACCESS_WRITES, window_ns, store + i, n);
+	do {
+		size_t n = count - i < RECORD_REGIONS ? count - i : RECORD_REGIONS;
+		wsp_record_access(source, window_ns, r + i, n);
 		i += n;
-	} while (i < nstore);
+	} while (i < count);
 	wsp_tls.writing = false;
+}
+
+static void record_written(uint64_t window_ns)
+{
+	bound_regions(wsp_cfg.max_regions);
+	record_regions(WSPROF_ACCESS_WRITES, window_ns, store, nstore);
 }
 
 static void stop_writes(const char *what, int err)
@@ -836,6 +856,27 @@ static void sample_writes(void)
 	record_written(now - since);
 }
 
+/* ---- DAMON ------------------------------------------------------------- */
+
+/* One aggregation window's regions from our kdamond; blocks until the
+ * window ends. A kdamond that stopped (someone turned it off) ends the
+ * source, with one warning. */
+static void sample_damon(void)
+{
+	if (!damon_store && !(damon_store = own_alloc(OWN_DAMON, STORE_CAP * sizeof *damon_store))) {
+		warn_once("DAMON: out of memory", ENOMEM);
+		wsp_damon_close();
+		return;
+	}
+	long n = wsp_damon_sample(damon_store, STORE_CAP);
+	if (n < 0) {
+		warn_once("DAMON stopped", (int)-n);
+		wsp_damon_close();
+		return;
+	}
+	record_regions(WSPROF_ACCESS_DAMON, (uint64_t)wsp_cfg.window_ms * 1000000u, damon_store, (size_t)n);
+}
+
 /* ---- resident set ------------------------------------------------------ */
 
 static void sample_rss(void)
@@ -874,6 +915,10 @@ static void *sampler_main(void *arg)
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	while (atomic_load(&wsp_state) == WSP_ACTIVE) {
 		deadline_add(&next, wsp_cfg.window_ms);
+		/* DAMON answers once its aggregation window ends, which then
+		 * sets the pace; whatever answers sooner waits for the deadline. */
+		if (wsp_damon_active())
+			sample_damon();
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
 			;
 		if (atomic_load(&wsp_state) != WSP_ACTIVE)
@@ -889,6 +934,7 @@ static void *sampler_main(void *arg)
 	/* Recording stopped while the program goes on: let go of its memory. */
 	close_fd(&uffd);
 	close_fd(&pagemap);
+	wsp_damon_close();
 	return NULL;
 }
 
@@ -936,6 +982,11 @@ void wsp_sampler_start(void)
 	pthread_setname_np(th, "wsprof-sampler");
 }
 
+void wsp_sampler_finish(void)
+{
+	wsp_damon_close();
+}
+
 /* In a forked child: the descriptors name the parent's memory, and the
  * child's mappings are not registered (no UFFD_FEATURE_EVENT_FORK). The
  * parent's sampler stack and tables, copied into the child, are reused. */
@@ -945,6 +996,7 @@ void wsp_sampler_reset_after_fork(void)
 	close_fd(&pagemap);
 	close_fd(&maps_fd);
 	close_fd(&statm_fd);
+	wsp_damon_forget_after_fork();
 	ntracked = nnext = nstore = 0;
 	last_scan_ns = 0;
 	wp.cursor = 0;

@@ -93,6 +93,7 @@ struct wsp_config {
 	bool access;          /* WSPROF_ACCESS: sample which memory is accessed (default 1) */
 	unsigned window_ms;   /* WSPROF_WINDOW_MS: aggregation window, 10..60000, default 100 */
 	unsigned max_regions; /* WSPROF_MAX_REGIONS: regions per window at most, 10..10000, default 1000 */
+	unsigned sample_us;   /* WSPROF_SAMPLE_US: DAMON's sampling interval, 100..1000000, default 5000 */
 	unsigned wp_pages;    /* WSPROF_WP_PAGES: pages write-protected again per window at most, 64..1048576,
 			       * default 1536 per 100 ms of window */
 };
@@ -282,10 +283,26 @@ void wsp_modules_unlock(void);
  * the writer thread, borrowing the program's context (never creating one). */
 void wsp_cuda_sample(void);
 
+/* ---- damon.c -------------------------------------------------------- */
+
+/* Start a kdamond of wsprof's own watching this process. @return NULL, or
+ * why not (a constant or text in why). */
+const char *wsp_damon_open(char *why, size_t cap);
+bool wsp_damon_active(void);
+/* The regions accessed in the kdamond's next aggregation window, merged,
+ * at most cap; blocks until it ends. @return how many or -errno. */
+long wsp_damon_sample(struct wsp_range *out, size_t cap);
+/* Stop it (only the process that started it does); idempotent. */
+void wsp_damon_close(void);
+void wsp_damon_forget_after_fork(void);
+
 /* ---- sampler.c ------------------------------------------------------- */
 
 /* Decide which access sources this process can have (before the header). */
 void wsp_sampler_probe(void);
+/* Recording ends (exit, exec, no trace file): stop what runs outside the
+ * process on its behalf (the kdamond). */
+void wsp_sampler_finish(void);
 /* Start the sampling thread (after the header). */
 void wsp_sampler_start(void);
 /* In a forked child, before start: the parent's registrations are not the child's. */

@@ -12,6 +12,9 @@
  *            written: 8192 separate regions per window
  *   fork     fork first; the child does what plain does and writes the
  *            expect file, the parent only waits for it
+ *   damon    as plain, but first play the kernel's part in a DAMON sysfs
+ *            tree of plain files ($WSPROF_DAMON_SYSFS, made by the test):
+ *            its regions say the hot buffer is accessed, the idle one not
  *
  * Both buffers are malloc'd (glibc maps blocks this big with mmap) and
  * written whole once at the start, so both are resident. The hot buffer
@@ -23,6 +26,7 @@
 #include "account.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -50,6 +54,30 @@ static void keep_writing(volatile char *p, size_t len, uint64_t ms, size_t strid
 			p[off] = (char)round;
 }
 
+/* What a kdamond would answer: each buffer one region, page-aligned. */
+static int damon_regions(const char *hot, const char *idle, size_t page)
+{
+	const char *root = getenv("WSPROF_DAMON_SYSFS");
+	const char *buf[2] = { hot, idle };
+	for (int i = 0; root && i < 2; i++) {
+		uintptr_t lo = (uintptr_t)buf[i] & ~(uintptr_t)(page - 1);
+		uintptr_t hi = ((uintptr_t)buf[i] + SIZE + page - 1) & ~(uintptr_t)(page - 1);
+		const char *names[3] = { "start", "end", "nr_accesses" };
+		uintptr_t values[3] = { lo, hi, i == 0 ? 20 : 0 };
+		for (int k = 0; k < 3; k++) {
+			char path[1024];
+			snprintf(path, sizeof path, "%s/kdamonds/0/contexts/0/schemes/0/tried_regions/%d/%s", root, i,
+				 names[k]);
+			FILE *f = fopen(path, "w");
+			if (!f || fprintf(f, "%lu\n", (unsigned long)values[k]) < 0 || fclose(f) != 0) {
+				complain("cannot write %s", path);
+				return 2;
+			}
+		}
+	}
+	return root ? 0 : 2;
+}
+
 static int run(const char *expect_path, const char *mode, uint64_t steady_ms, uint64_t then_ms)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -61,6 +89,8 @@ static int run(const char *expect_path, const char *mode, uint64_t steady_ms, ui
 	memset(hot, 1, SIZE);
 	account_keep(idle);
 
+	if (strcmp(mode, "damon") == 0 && damon_regions(hot, idle, page) != 0)
+		return 2;
 	wsprof_phase_push("steady");
 	keep_writing(hot, SIZE, steady_ms, strcmp(mode, "sparse") == 0 ? 2 * page : page);
 	wsprof_phase_pop();
@@ -94,7 +124,7 @@ static int run(const char *expect_path, const char *mode, uint64_t steady_ms, ui
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		complain("usage: hot_idle EXPECT plain|realloc|sparse|fork|cool STEADY_MS [THEN_MS]");
+		complain("usage: hot_idle EXPECT plain|realloc|sparse|fork|cool|damon STEADY_MS [THEN_MS]");
 		return 2;
 	}
 	uint64_t steady_ms = strtoull(argv[3], NULL, 10);

@@ -45,6 +45,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -139,8 +140,8 @@ static uint64_t overlap(const wsprof_region *r, uint64_t lo, uint64_t hi)
 
 /* Read a trace: its access sources, and per window the bytes written in
  * [hot, hot + size) and [idle, idle + size) (page-rounded). */
-static void read_samples(const char *path, const char *phase, uint64_t hot, uint64_t idle, uint64_t size,
-			 uint64_t page, struct samples *s)
+static void read_source(const char *path, unsigned source, const char *phase, uint64_t hot, uint64_t idle,
+			uint64_t size, uint64_t page, struct samples *s)
 {
 	memset(s, 0, sizeof *s);
 	uint64_t hot_lo = hot & ~(page - 1), hot_hi = hot + size;
@@ -167,7 +168,7 @@ static void read_samples(const char *path, const char *phase, uint64_t hot, uint
 		} else if (ev.type == WSPROF_EV_RSS && s->nrss < 256) {
 			s->rss_time[s->nrss] = ev.time_ns;
 			s->rss[s->nrss++] = ev.size;
-		} else if (ev.type == WSPROF_EV_ACCESS && ev.op == WSPROF_ACCESS_WRITES && s->nw < 256) {
+		} else if (ev.type == WSPROF_EV_ACCESS && ev.op == source && s->nw < 256) {
 			struct window *w = &s->w[s->nw++];
 			w->end = ev.time_ns;
 			w->start = ev.time_ns > ev.size ? ev.time_ns - ev.size : 0;
@@ -184,6 +185,12 @@ static void read_samples(const char *path, const char *phase, uint64_t hot, uint
 	}
 	cr_assert_eq(err, 0, "reading %s failed: %s", path, wsprof_strerror(err));
 	wsprof_trace_close(t);
+}
+
+static void read_samples(const char *path, const char *phase, uint64_t hot, uint64_t idle, uint64_t size,
+			 uint64_t page, struct samples *s)
+{
+	read_source(path, WSPROF_ACCESS_WRITES, phase, hot, idle, size, page, s);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -221,7 +228,7 @@ static void check_hot_and_idle(const char *trace, const char *phase, uint64_t ho
 	cr_assert(s->sources & WSPROF_SOURCE_WRITES, "%s: no written-pages source (sources %#x, note \"%s\")", trace,
 		  s->sources, s->note);
 	cr_expect(s->sources & WSPROF_SOURCE_ANNOTATIONS, "annotations are always a source");
-	cr_expect_str_empty(s->note, "nothing is missing, yet the note says \"%s\"", s->note);
+	cr_expect(!strstr(s->note, "written pages"), "written pages are there, yet the note says \"%s\"", s->note);
 	cr_assert(s->phase_start && s->phase_end, "%s: no \"%s\" phase in the trace", trace, phase);
 	cr_expect(!s->unsorted, "regions come sorted and apart");
 
@@ -412,7 +419,8 @@ Test(access, refused_userfaultfd_leaves_the_program_alone_and_says_why)
 	check_no_writes(trace, "written pages: userfaultfd not permitted (Operation not permitted)");
 	struct samples *s = calloc(1, sizeof *s);
 	read_samples(trace, "steady", 0, 0, 0, 4096, s);
-	cr_expect(strstr(s->note, "DAMON: not used by this version"), "the note \"%s\" does not speak of DAMON", s->note);
+	cr_expect(strstr(s->note, "DAMON: this kernel has no DAMON sysfs interface"),
+		  "the note \"%s\" does not say why there is no DAMON", s->note);
 	cr_expect(s->sources & WSPROF_SOURCE_KERNEL_LAUNCHES, "kernel launches stay a source");
 	free(s);
 	wt_result_free(&run);
@@ -480,4 +488,195 @@ Test(access, the_reports_show_the_working_set_and_the_cold_site)
 	wt_json_free(c);
 	wt_result_free(&r);
 	wt_recording_free(&rec);
+}
+
+/* ---- DAMON, against a sysfs tree of plain files -------------------------
+ * No kernel this suite runs on can be counted on to offer DAMON's
+ * virtual-address operations to the tests (and a test must not start a
+ * kdamond on the machine), so the tests give the recorder a tree shaped
+ * like /sys/kernel/mm/damon/admin through WSPROF_DAMON_SYSFS and play the
+ * kernel's part themselves: hot_idle writes the regions a kdamond would
+ * report. What is checked is wsprof's side: the tree it configures, the
+ * regions it reads and records, and that it leaves others' kdamonds and
+ * the slot count as it found them. */
+
+static const char *const damon_files[] = {
+	"nr_kdamonds", "0/state", "0/pid", "0/contexts/nr_contexts", "0/contexts/0/avail_operations",
+	"0/contexts/0/operations", "0/contexts/0/monitoring_attrs/intervals/sample_us",
+	"0/contexts/0/monitoring_attrs/intervals/aggr_us", "0/contexts/0/monitoring_attrs/intervals/update_us",
+	"0/contexts/0/monitoring_attrs/nr_regions/min", "0/contexts/0/monitoring_attrs/nr_regions/max",
+	"0/contexts/0/targets/nr_targets", "0/contexts/0/targets/0/pid_target", "0/contexts/0/schemes/nr_schemes",
+	"0/contexts/0/schemes/0/action", "0/contexts/0/schemes/0/access_pattern/sz/min",
+	"0/contexts/0/schemes/0/access_pattern/sz/max", "0/contexts/0/schemes/0/access_pattern/nr_accesses/min",
+	"0/contexts/0/schemes/0/access_pattern/nr_accesses/max", "0/contexts/0/schemes/0/access_pattern/age/min",
+	"0/contexts/0/schemes/0/access_pattern/age/max", "0/contexts/0/schemes/0/tried_regions/0/start",
+	"0/contexts/0/schemes/0/tried_regions/1/start", NULL
+};
+
+static void mkdirs(char *path)
+{
+	for (char *p = path + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(path, 0755);
+			*p = '/';
+		}
+}
+
+/* A DAMON tree with nr_kdamonds and kdamond 0's avail_operations and
+ * state as given; every other file empty. @return its root. */
+static char *damon_tree(const char *nr_kdamonds, const char *avail, const char *state)
+{
+	char *root = wt_path(wt_test_dir(), "damon");
+	for (size_t i = 0; damon_files[i]; i++) {
+		char rel[256];
+		snprintf(rel, sizeof rel, "kdamonds/%s", damon_files[i]);
+		char *path = wt_path(root, rel);
+		mkdirs(path);
+		if (strstr(rel, "tried_regions/")) { /* the directories only: hot_idle writes the regions */
+			free(path);
+			continue;
+		}
+		const char *value = strcmp(damon_files[i], "nr_kdamonds") == 0				 ? nr_kdamonds
+				    : strcmp(damon_files[i], "0/contexts/0/avail_operations") == 0 ? avail
+				    : strcmp(damon_files[i], "0/state") == 0			 ? state
+												 : "";
+		FILE *f = fopen(path, "w");
+		cr_assert(f, "cannot write %s", path);
+		fprintf(f, "%s\n", value);
+		fclose(f);
+		free(path);
+	}
+	return root;
+}
+
+/* A file of the tree, its trailing newline dropped. */
+static char *damon_file(const char *root, const char *rel)
+{
+	char full[256];
+	snprintf(full, sizeof full, "kdamonds/%s", rel);
+	char *path = wt_path(root, full);
+	char *text = wt_read_file(path, NULL);
+	cr_assert(text, "cannot read %s", path);
+	free(path);
+	size_t n = strlen(text);
+	while (n && text[n - 1] == '\n')
+		text[--n] = 0;
+	return text;
+}
+
+static void expect_damon_file(const char *root, const char *rel, const char *want)
+{
+	char *got = damon_file(root, rel);
+	cr_expect_str_eq(got, want, "%s: \"%s\", expected \"%s\"", rel, got, want);
+	free(got);
+}
+
+static void record_damon(struct wt_recording *rec, const char *root)
+{
+	char env_root[512];
+	snprintf(env_root, sizeof env_root, "WSPROF_DAMON_SYSFS=%s", root);
+	record(rec, (const char *[]){ env_root, "WSPROF_WINDOW_MS=250", "WSPROF_WP_PAGES=8192", NULL }, "damon", "2000",
+	       NULL);
+}
+
+Test(access, damon_regions_are_recorded_and_the_kdamond_configured_then_removed)
+{
+	char *root = damon_tree("0", "vaddr fvaddr paddr", "off");
+	struct wt_recording rec;
+	record_damon(&rec, root);
+
+	struct samples *s = calloc(1, sizeof *s);
+	uint64_t size = wt_u64(rec.expect, "size"), page = wt_u64(rec.expect, "page_size");
+	read_source(rec.trace, WSPROF_ACCESS_DAMON, "steady", wt_u64(rec.expect, "hot"), wt_u64(rec.expect, "idle"),
+		    size, page, s);
+	cr_expect(s->sources & WSPROF_SOURCE_DAMON, "no DAMON source (sources %#x, note \"%s\")", s->sources, s->note);
+	cr_expect(!strstr(s->note, "DAMON"), "DAMON is there, yet the note says \"%s\"", s->note);
+	cr_assert(s->phase_start && s->phase_end, "no \"steady\" phase in the trace");
+	size_t n = 0;
+	uint64_t seen[256];
+	for (size_t i = 0; i < s->nw; i++) {
+		const struct window *w = &s->w[i];
+		if (w->start < s->phase_start || w->end > s->phase_end)
+			continue;
+		seen[n++] = w->written;
+		cr_expect_geq(w->hot, size, "window ending at %.2f s: %.1f MiB of the hot buffer", w->end / 1e9,
+			      w->hot / MIB);
+		cr_expect_eq(w->idle, 0, "window ending at %.2f s: the idle buffer reported accessed", w->end / 1e9);
+		cr_expect_eq(w->nregions, 1, "window ending at %.2f s: %zu regions, the hot buffer's one expected",
+			     w->end / 1e9, w->nregions);
+	}
+	cr_assert_geq(n, 4, "only %zu DAMON windows inside the 2 s steady phase", n);
+	/* One record per window, not one per loop of a thread DAMON no
+	 * longer paces (these files answer at once). */
+	cr_expect_leq(n, 9, "%zu DAMON windows of 250 ms inside 2 s", n);
+	double med = median(seen, n) / MIB;
+	cr_expect(med >= 64 && med < 64 * 1.2, "median accessed per window %.1f MiB, not 64 MiB", med);
+	free(s);
+
+	struct wt_result r;
+	struct wt_json *w = report_json((const char *[]){ wt_wsprof(), "report", "wss", "--json", rec.trace, NULL }, &r);
+	double p50 = (double)wt_u64(w, "percentiles_by_source.damon.p50") / MIB;
+	cr_expect(p50 >= 64 * 0.8 && p50 <= 64 * 1.2, "median DAMON working set %.1f MiB, not 64 MiB within 20%%", p50);
+	wt_json_free(w);
+	wt_result_free(&r);
+	struct wt_json *sum = wt_summary(rec.trace, NULL);
+	const char *sources[4] = { wt_json_str(sum, "access.sources.0"), wt_json_str(sum, "access.sources.1"),
+				   wt_json_str(sum, "access.sources.2"), wt_json_str(sum, "access.sources.3") };
+	bool named = false;
+	for (int i = 0; i < 4; i++)
+		named |= sources[i] && strcmp(sources[i], "DAMON") == 0;
+	cr_expect(named, "wsprof report summary does not name DAMON among the sources");
+	wt_json_free(sum);
+
+	char pid[32];
+	snprintf(pid, sizeof pid, "%llu", (unsigned long long)wt_u64(rec.expect, "pid"));
+	expect_damon_file(root, "0/contexts/nr_contexts", "1");
+	expect_damon_file(root, "0/contexts/0/operations", "vaddr");
+	expect_damon_file(root, "0/contexts/0/monitoring_attrs/intervals/sample_us", "5000");
+	expect_damon_file(root, "0/contexts/0/monitoring_attrs/intervals/aggr_us", "250000");
+	expect_damon_file(root, "0/contexts/0/monitoring_attrs/nr_regions/max", "1000");
+	expect_damon_file(root, "0/contexts/0/targets/nr_targets", "1");
+	expect_damon_file(root, "0/contexts/0/targets/0/pid_target", pid);
+	expect_damon_file(root, "0/contexts/0/schemes/0/action", "stat");
+	expect_damon_file(root, "0/state", "off");
+	expect_damon_file(root, "nr_kdamonds", "0");
+	wt_recording_free(&rec);
+	free(root);
+}
+
+Test(access, a_kernel_without_virtual_address_damon_is_named_and_left_as_found)
+{
+	char *root = damon_tree("0", "paddr", "off");
+	struct wt_recording rec;
+	record_damon(&rec, root);
+	struct samples *s = calloc(1, sizeof *s);
+	read_source(rec.trace, WSPROF_ACCESS_DAMON, "steady", 0, 0, 0, 4096, s);
+	cr_expect_eq(s->sources & WSPROF_SOURCE_DAMON, 0, "a DAMON source is claimed");
+	cr_expect_eq(s->nw, 0, "%zu DAMON records", s->nw);
+	cr_expect(strstr(s->note, "DAMON: the kernel has no virtual-address monitoring (it offers: paddr)"),
+		  "the note \"%s\" does not say why", s->note);
+	expect_damon_file(root, "nr_kdamonds", "0");
+	free(s);
+	wt_recording_free(&rec);
+	free(root);
+}
+
+Test(access, a_kdamond_of_someone_else_is_never_touched)
+{
+	char *root = damon_tree("1", "vaddr paddr", "on");
+	struct wt_recording rec;
+	record_damon(&rec, root);
+	struct samples *s = calloc(1, sizeof *s);
+	read_source(rec.trace, WSPROF_ACCESS_DAMON, "steady", 0, 0, 0, 4096, s);
+	cr_expect_eq(s->sources & WSPROF_SOURCE_DAMON, 0, "a DAMON source is claimed");
+	cr_expect(strstr(s->note, "DAMON: 1 kdamond(s) not started by wsprof exist"), "the note \"%s\" does not say why",
+		  s->note);
+	expect_damon_file(root, "nr_kdamonds", "1");
+	expect_damon_file(root, "0/state", "on");
+	expect_damon_file(root, "0/contexts/0/operations", "");
+	expect_damon_file(root, "0/contexts/0/targets/0/pid_target", "");
+	free(s);
+	wt_recording_free(&rec);
+	free(root);
 }
