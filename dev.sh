@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")"
 BUILD=${WSPROF_BUILD_DIR:-build}
 
-packages="meson ninja-build pkgconf gcc g++ python3 libunwind-dev libzstd-dev libdw-dev libcriterion-dev"
+packages="meson ninja-build pkgconf gcc g++ python3 libunwind-dev libzstd-dev libdw-dev libcriterion-dev libcairo2-dev fonts-dejavu-core poppler-utils"
 
 install_missing() {
 	missing=""

@@ -86,7 +86,11 @@ struct wsp_model {
 	struct range_set ranges[3];  /* mmap, CUDA VMM mappings, CUDA VMM reservations */
 
 	struct wsp_device_stats *devices;
-	size_t ndevices, devices_cap;
+	struct wsp_series *device_used; /* by index of devices */
+	size_t ndevices, devices_cap, device_used_cap;
+	struct wsp_series live[WSPROF_KIND_COUNT];
+	struct wsp_failure *failures;
+	size_t nfailures, failures_cap;
 
 	struct ann *anns;            /* annotation states by block key (0: empty) */
 	size_t ann_cap, ann_used;
@@ -176,6 +180,12 @@ void wsp_model_free(struct wsp_model *m)
 	free(m->serials);
 	free(m->children);
 	free(m->exec_path);
+	for (size_t i = 0; i < m->ndevices; i++)
+		wsp_series_free(&m->device_used[i]);
+	free(m->device_used);
+	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
+		wsp_series_free(&m->live[k]);
+	free(m->failures);
 	free(m);
 }
 
@@ -1155,6 +1165,12 @@ static int apply_fail(struct wsp_model *m, wsprof_trace *t, const wsprof_event *
 	}
 	if (!caller_ok(m, t, ev->stack))
 		return 0;
+	if (m->nfailures < WSP_MODEL_FAILURES_MAX) {
+		if (wsp_grow(&m->failures, &m->failures_cap, m->nfailures + 1, sizeof *m->failures))
+			return -ENOMEM;
+		m->failures[m->nfailures++] =
+			(struct wsp_failure){ .time_ns = ev->time_ns, .seq = ev->seq, .size = ev->size, .stack = ev->stack, .kind = ev->kind };
+	}
 	if (!m->kinds[ev->kind].failed++) {
 		m->kinds[ev->kind].first_fail_seq = ev->seq;
 		m->kinds[ev->kind].first_fail_time_ns = ev->time_ns;
@@ -1176,11 +1192,16 @@ static int note_device(struct wsp_model *m, const wsprof_event *ev)
 		if (m->devices[i].device == ev->device)
 			d = &m->devices[i];
 	if (!d) {
-		if (wsp_grow(&m->devices, &m->devices_cap, m->ndevices + 1, sizeof *m->devices))
+		if (wsp_grow(&m->devices, &m->devices_cap, m->ndevices + 1, sizeof *m->devices) ||
+		    wsp_grow(&m->device_used, &m->device_used_cap, m->ndevices + 1, sizeof *m->device_used))
 			return -ENOMEM;
+		m->device_used[m->ndevices] = (struct wsp_series){ 0 };
 		d = &m->devices[m->ndevices++];
 		*d = (struct wsp_device_stats){ .device = ev->device, .free_min = UINT64_MAX };
 	}
+	uint64_t used = ev->device_total > ev->device_free ? ev->device_total - ev->device_free : 0;
+	if (wsp_series_note(&m->device_used[d - m->devices], ev->time_ns, used, ev->device_total))
+		return -ENOMEM;
 	d->samples++;
 	d->total = ev->device_total;
 	d->free_last = ev->device_free;
@@ -1191,7 +1212,56 @@ static int note_device(struct wsp_model *m, const wsprof_event *ev)
 	return 0;
 }
 
+static int apply_event(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev);
+
+/* Where a kind's live or in-use bytes may have changed, the series notes them. */
 int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev)
+{
+	int err = apply_event(m, t, ev);
+	if (err)
+		return err;
+	switch (ev->type) {
+	case WSPROF_EV_ALLOC:
+	case WSPROF_EV_FREE:
+	case WSPROF_EV_MOVE:
+	case WSPROF_EV_UNMAP:
+	case WSPROF_EV_FAIL:
+		if (ev->kind < WSPROF_KIND_COUNT) {
+			const struct wsp_kind_stats *k = &m->kinds[ev->kind];
+			return wsp_series_note(&m->live[ev->kind], ev->time_ns, k->live_bytes,
+					       k->live_bytes - k->collectable_bytes);
+		}
+		return 0;
+	case WSPROF_EV_ANNOTATE: /* which kind's in-use bytes changed is the block's */
+		for (unsigned kind = 0; kind < WSPROF_KIND_COUNT; kind++) {
+			const struct wsp_kind_stats *k = &m->kinds[kind];
+			if (k->seen && wsp_series_note(&m->live[kind], ev->time_ns, k->live_bytes,
+						       k->live_bytes - k->collectable_bytes))
+				return -ENOMEM;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+const struct wsp_series *wsp_model_live_series(const struct wsp_model *m, unsigned kind)
+{
+	return kind < WSPROF_KIND_COUNT ? &m->live[kind] : NULL;
+}
+
+const struct wsp_series *wsp_model_device_series(const struct wsp_model *m, size_t device_index)
+{
+	return device_index < m->ndevices ? &m->device_used[device_index] : NULL;
+}
+
+size_t wsp_model_failures(const struct wsp_model *m, const struct wsp_failure **failures)
+{
+	*failures = m->failures;
+	return m->nfailures;
+}
+
+static int apply_event(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev)
 {
 	if (!m->window_ns && t)
 		m->window_ns = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
@@ -1310,6 +1380,12 @@ size_t wsp_model_rss(const struct wsp_model *m, const struct wsp_rss_point **poi
 
 int wsp_model_finish(struct wsp_model *m)
 {
+	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
+		if (wsp_series_extend(&m->live[k], m->last_time))
+			return -ENOMEM;
+	for (size_t i = 0; i < m->ndevices; i++)
+		if (wsp_series_extend(&m->device_used[i], m->last_time))
+			return -ENOMEM;
 	return m->wss ? wsp_wss_finish(m->wss) : 0;
 }
 

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "wsprof/trace.h"
+#include "series.h"
 #include "wss.h"
 
 struct wsp_kind_stats {
@@ -117,6 +118,20 @@ struct wsp_device_stats {
 	uint64_t total, free_min, free_min_time_ns, free_last, samples;
 };
 size_t wsp_model_devices(const struct wsp_model *m, const struct wsp_device_stats **devices);
+
+/* Over time, for the pictures: a kind's live bytes (hi) with the bytes
+ * truly in use then (hi_b), and a device's used memory (total - free, hi)
+ * with its total (hi_b). Complete once wsp_model_finish was called. */
+const struct wsp_series *wsp_model_live_series(const struct wsp_model *m, unsigned kind);
+const struct wsp_series *wsp_model_device_series(const struct wsp_model *m, size_t device_index);
+
+/* Failed allocations, in trace order (the first WSP_MODEL_FAILURES_MAX). */
+#define WSP_MODEL_FAILURES_MAX 100000
+struct wsp_failure {
+	uint64_t time_ns, seq, size, stack;
+	unsigned kind;
+};
+size_t wsp_model_failures(const struct wsp_model *m, const struct wsp_failure **failures);
 
 /* Children forked while tracing, and the program exec'd at the end (or NULL). */
 size_t wsp_model_children(const struct wsp_model *m, const uint32_t **pids);
