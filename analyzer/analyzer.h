@@ -38,6 +38,18 @@ void wsp_loaded_free(struct wsp_loaded *l);
 int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool symbols, uint64_t stop_seq,
 		   uint64_t stop_time_ns, struct wsp_loaded *out);
 
+/* An allocation site: the first frame outside the allocator, and the
+ * figures of every stack of one kind that allocates there. */
+struct wsp_site_row {
+	struct wsp_frame site;
+	uint64_t stack;          /* one of the stacks grouped here */
+	struct wsp_site_stats sum;
+};
+/* The sites of one kind in a trace loaded with per_stack and symbols,
+ * largest first by sort (peak, allocations, bytes, leaked, temporary,
+ * accessed, cold). @return 0 (free *rows), or -1 (unknown sort, no memory). */
+int wsp_callsites_rows(struct wsp_loaded *l, unsigned kind, const char *sort, struct wsp_site_row **rows, size_t *n);
+
 /* A kind by name ("heap"), with a one-line error. @return 0 or -1. */
 int wsp_parse_kind(const char *s, unsigned *kind);
 

@@ -17,14 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct row {
-	struct wsp_frame site;   /* first frame outside the allocator */
-	uint64_t stack;          /* one of the stacks grouped here */
-	struct wsp_site_stats sum;
-};
-
 struct rows {
-	struct row *v;
+	struct wsp_site_row *v;
 	size_t n, cap;
 	uint32_t *index;         /* hash of the site -> row + 1, when grouping */
 	size_t index_cap;
@@ -71,7 +65,7 @@ static size_t site_hash(const struct wsp_frame *f, size_t cap)
 }
 
 /* The row of a site, made if new. NULL without memory. */
-static struct row *row_of(struct rows *r, const struct wsp_frame *site, uint64_t stack)
+static struct wsp_site_row *row_of(struct rows *r, const struct wsp_frame *site, uint64_t stack)
 {
 	if (!r->by_stack && (r->n + 1) * 2 > r->index_cap) {
 		size_t cap = r->index_cap ? r->index_cap * 2 : 256;
@@ -96,7 +90,7 @@ static struct row *row_of(struct rows *r, const struct wsp_frame *site, uint64_t
 	}
 	if (wsp_grow(&r->v, &r->cap, r->n + 1, sizeof *r->v))
 		return NULL;
-	struct row *row = &r->v[r->n++];
+	struct wsp_site_row *row = &r->v[r->n++];
 	memset(row, 0, sizeof *row);
 	row->site = *site;
 	row->stack = stack;
@@ -113,7 +107,7 @@ static void add_site(const struct wsp_site_stats *s, void *arg)
 	const struct wsp_frame *frames;
 	size_t n = wsp_syms_stack(r->l->syms, r->l->trace, s->stack, &frames);
 	struct wsp_frame site = n ? frames[0] : (struct wsp_frame){ 0 };
-	struct row *row = row_of(r, &site, s->stack);
+	struct wsp_site_row *row = row_of(r, &site, s->stack);
 	if (!row) {
 		r->err = 1;
 		return;
@@ -134,7 +128,7 @@ static enum sort_key sort_by;
 
 static int cmp_rows(const void *a, const void *b)
 {
-	const struct row *x = a, *y = b;
+	const struct wsp_site_row *x = a, *y = b;
 	uint64_t p = metric(&x->sum, sort_by), q = metric(&y->sum, sort_by);
 	if (p != q)
 		return p > q ? -1 : 1;
@@ -287,24 +281,47 @@ static int parse(int argc, char **argv, bool callsites, struct options *o)
 	return 0;
 }
 
+/* The rows of one kind from a loaded trace, sorted. @return 0 or -1 (out of memory). */
+static int gather_loaded(struct wsp_loaded *l, unsigned kind, bool by_stack, enum sort_key sort, struct rows *r)
+{
+	*r = (struct rows){ .by_stack = by_stack, .kind = kind, .l = l };
+	wsp_model_each_site(l->model, add_site, r);
+	free(r->index);
+	r->index = NULL;
+	if (r->err) {
+		free(r->v);
+		r->v = NULL;
+		return -1;
+	}
+	sort_by = sort;
+	qsort(r->v, r->n, sizeof *r->v, cmp_rows);
+	return 0;
+}
+
+int wsp_callsites_rows(struct wsp_loaded *l, unsigned kind, const char *sort, struct wsp_site_row **rows, size_t *n)
+{
+	size_t k = 0;
+	while (k < sizeof sort_names / sizeof *sort_names && strcmp(sort, sort_names[k]))
+		k++;
+	struct rows r;
+	if (k == sizeof sort_names / sizeof *sort_names || gather_loaded(l, kind, false, (enum sort_key)k, &r))
+		return -1;
+	*rows = r.v;
+	*n = r.n;
+	return 0;
+}
+
 /* Load with per-stack figures and gather the rows of one kind. */
 static int gather(const struct options *o, bool by_stack, struct wsp_loaded *l, struct rows *r)
 {
 	struct wsp_model_options mo = { .per_stack = true };
 	if (wsp_load(o->trace, &mo, true, l))
 		return 1;
-	*r = (struct rows){ .by_stack = by_stack, .kind = o->kind, .l = l };
-	wsp_model_each_site(l->model, add_site, r);
-	free(r->index);
-	r->index = NULL;
-	if (r->err) {
+	if (gather_loaded(l, o->kind, by_stack, o->sort, r)) {
 		fprintf(stderr, "wsprof: out of memory\n");
-		free(r->v);
 		wsp_loaded_free(l);
 		return 1;
 	}
-	sort_by = o->sort;
-	qsort(r->v, r->n, sizeof *r->v, cmp_rows);
 	return 0;
 }
 
@@ -317,7 +334,7 @@ static void callsites_json(const struct options *o, struct wsp_loaded *l, const 
 	wsp_json_uint(&j, "sites_total", r->n);
 	wsp_json_begin_array(&j, "sites");
 	for (size_t i = 0; i < shown; i++) {
-		const struct row *row = &r->v[i];
+		const struct wsp_site_row *row = &r->v[i];
 		wsp_json_begin_object(&j, NULL);
 		char label[1024];
 		wsp_json_string(&j, "label", wsp_frame_label(&row->site, label, sizeof label));
@@ -355,7 +372,7 @@ static void callsites_text(const struct options *o, struct wsp_loaded *l, const 
 		printf("  %11s %11s %13s %11s %11s  %s\n", "peak", "leaked", "allocations", "temporary", "bytes",
 		       o->full ? "call stack" : "site");
 	for (size_t i = 0; i < shown; i++) {
-		const struct row *row = &r->v[i];
+		const struct wsp_site_row *row = &r->v[i];
 		char a[32], b[32], c[32], d[32], e[32], label[1024];
 		if (access) { /* cold for: the longest a block went untouched before its free or the end */
 			printf("  %11s %11s %9.3f s %13s  %s\n", wsp_human_bytes(a, sizeof a, row->sum.bytes),

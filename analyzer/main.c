@@ -4,9 +4,11 @@
  */
 #include "analyzer.h"
 #include "config.h"
+#include "views.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 struct command {
 	const char *name;
@@ -21,11 +23,13 @@ static const struct command reports[] = {
 	{ "flame", wsp_cmd_flame, "a flame graph (SVG) or folded stacks of the allocations" },
 	{ "state", wsp_cmd_state, "every live block at a moment, and what could be given back" },
 	{ "wss", wsp_cmd_wss, "the working set: memory accessed per window, its distribution" },
+	{ "timeline", wsp_cmd_timeline, "memory over time: allocated, in use, working set, RSS, device free" },
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: wsprof record [OPTIONS] [--] PROGRAM [ARGS...]\n"
+		     "       wsprof report TRACE -o report.pdf|.svg|.png   (everything, in one document)\n"
 		     "       wsprof report REPORT [OPTIONS] TRACE\n"
 		     "       wsprof --version\n\nreports:\n");
 	for (size_t i = 0; i < sizeof reports / sizeof *reports; i++)
@@ -53,7 +57,10 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < sizeof reports / sizeof *reports; i++)
 			if (!strcmp(argv[2], reports[i].name))
 				return reports[i].run(argc - 2, argv + 2);
-		fprintf(stderr, "wsprof: unknown report '%s'\n", argv[2]);
+		/* Not a view's name: a trace (or an option) for the whole report. */
+		if (argv[2][0] == '-' || access(argv[2], F_OK) == 0)
+			return wsp_cmd_report(argc - 1, argv + 1);
+		fprintf(stderr, "wsprof: unknown report '%s' (and no such trace file)\n", argv[2]);
 		usage(stderr);
 		return 2;
 	}

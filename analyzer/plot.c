@@ -161,6 +161,8 @@ static void end_page(struct wsp_doc *d)
 
 cairo_t *wsp_doc_page(struct wsp_doc *d)
 {
+	if (d->format == WSP_DOC_PDF && d->surface)
+		cairo_show_page(d->cr); /* the page drawn so far is done */
 	if (d->format != WSP_DOC_PDF || !d->surface) {
 		end_page(d);
 		char *file = page_file(d, d->pages + 1);
@@ -538,7 +540,9 @@ void wsp_chart_span(const struct wsp_chart *c, double x0, double x1, struct wsp_
 		char fit[128];
 		double size = 7.5;
 		wsp_text_fit(cr, size, false, label, b - a - 3, fit, sizeof fit);
-		if (*fit) {
+		/* A label cut to a stub says nothing: only whole words or more. */
+		size_t kept = strlen(fit);
+		if (kept && (strcmp(fit, label) == 0 || kept >= 8)) {
 			cairo_set_source_rgb(cr, 0.20, 0.28, 0.45);
 			wsp_text(cr, a + 2, c->y + 9 + 9 * (row % 4), size, false, WSP_LEFT, fit);
 		}

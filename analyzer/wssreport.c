@@ -6,6 +6,7 @@
  */
 #include "analyzer.h"
 #include "json.h"
+#include "views.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -97,12 +98,13 @@ static void text_dist(const char *label, const struct dist *d)
 
 static void usage(FILE *out)
 {
-	fputs("usage: wsprof report wss [--window MS] [--kind KIND] [--json] TRACE\n"
+	fputs("usage: wsprof report wss [--window MS] [--kind KIND] [--json] [--plot OUT.pdf|svg|png] TRACE\n"
 	      "  the working set: bytes accessed per window, per access source and kind, and their\n"
 	      "  distribution (percentiles 0, 25, 50, 75, 100 and the mean)\n"
 	      "  --window MS   add up the recorded windows into windows of MS milliseconds (each byte\n"
 	      "                counted once per window)\n"
-	      "  --kind KIND   only the bytes in blocks of that kind (heap, mmap, cuda_device, ...)\n", out);
+	      "  --kind KIND   only the bytes in blocks of that kind (heap, mmap, cuda_device, ...)\n"
+	      "  --plot FILE   draw it: over time per source, and the distribution\n", out);
 }
 
 int wsp_cmd_wss(int argc, char **argv)
@@ -111,9 +113,11 @@ int wsp_cmd_wss(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },
 		{ "kind", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "plot", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	const char *plot = NULL;
 	uint64_t window_ms = 0;
 	unsigned kind = 0;
 	bool json = false, have_kind = false;
@@ -133,12 +137,16 @@ int wsp_cmd_wss(int argc, char **argv)
 		}
 		case 'k': if (wsp_parse_kind(optarg, &kind)) return 2; have_kind = true; break;
 		case 'j': json = true; break;
+		case 'p': plot = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
 	const char *trace = wsp_trace_operand(argc, argv, usage);
 	if (!trace)
+		return 2;
+	enum wsp_doc_format format;
+	if (plot && wsp_doc_format_of(plot, &format))
 		return 2;
 	struct wsp_model_options mo = { .wss_bucket_ns = window_ms * 1000000u };
 	struct wsp_loaded l;
@@ -154,6 +162,19 @@ int wsp_cmd_wss(int argc, char **argv)
 	for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
 		per[s] = dist_of(pts, n, s, -1);
 
+	if (plot) {
+		struct wsp_doc *doc = wsp_doc_open(plot, false);
+		int status = 1;
+		if (doc) {
+			wsp_wss_draw(doc, &l, k);
+			status = wsp_doc_close(doc) ? 1 : 0;
+			if (!status)
+				fprintf(stderr, "wsprof: wrote %s\n", plot);
+			wsp_doc_free(doc);
+		}
+		wsp_loaded_free(&l);
+		return status;
+	}
 	if (json) {
 		struct wsp_json j;
 		wsp_json_init(&j, stdout);

@@ -1,0 +1,29 @@
+/*
+ * views.h - the pictures drawn from a loaded trace: memory over time, the
+ * working set, the summary and the top allocation sites; and the whole
+ * report that puts them, and the other views, in one document.
+ *
+ * Each draw function adds its pages to an open document (plot.h), so the
+ * single views and the report share one drawing path.
+ */
+#ifndef WSP_VIEWS_H
+#define WSP_VIEWS_H
+
+#include "analyzer.h"
+#include "plot.h"
+
+/* "program (pid N) - trace - 12.3 s": the line under every page title. */
+void wsp_view_subtitle(const struct wsp_loaded *l, char *buf, size_t cap);
+
+/* The kinds charted over time (kind -1: every kind the trace has). */
+size_t wsp_timeline_kinds(const struct wsp_loaded *l, int kind, unsigned *kinds);
+/* Memory over time: a chart per kind, two to a page. @return pages drawn. */
+size_t wsp_timeline_draw(struct wsp_doc *doc, const struct wsp_loaded *l, int kind);
+/* The working set over time and its distribution, one page; kind -1:
+ * all kinds. @return pages drawn (0: no access samples). */
+size_t wsp_wss_draw(struct wsp_doc *doc, const struct wsp_loaded *l, int kind);
+
+int wsp_cmd_timeline(int argc, char **argv);
+int wsp_cmd_report(int argc, char **argv);
+
+#endif
