@@ -52,6 +52,7 @@ static void start(pid_t parent_traced)
 	wsp_modules_init();
 	wsp_writer_start_thread();
 	wsp_sampler_start();
+	wsp_signals_install();
 }
 
 /* Loaded by the dynamic loader ahead of the program (LD_PRELOAD or

@@ -44,6 +44,12 @@ static uint8_t *stage, *zout;
 static size_t stage_len, zout_cap;
 static ZSTD_CCtx *cctx;
 
+/* A fatal signal's handler asks the writer thread to finish the trace
+ * (it may not take locks itself) and waits for it: 1 asked, 2 done. */
+static atomic_int finish_request;
+static atomic_bool writer_running;
+#define REQUEST_POLL_MS 50 /* how often the writer thread looks for one */
+
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
 static bool wake_pending;
@@ -245,7 +251,38 @@ static bool passed(const struct timespec *t)
 	return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
 }
 
-/* Drain full buffers as they come; sweep and SYNC every flush interval. */
+bool wsp_writer_finish_from_signal(unsigned timeout_ms)
+{
+	if (!atomic_load(&writer_running))
+		return false;
+	int idle = 0;
+	atomic_compare_exchange_strong(&finish_request, &idle, 1);
+	struct timespec ms = { 0, 1000000 };
+	for (unsigned waited = 0; waited < timeout_ms; waited++) {
+		if (atomic_load(&finish_request) == 2)
+			return true;
+		nanosleep(&ms, NULL);
+	}
+	return false;
+}
+
+/* The earlier of the deadline and a poll for a finish request from now. */
+static void wait_until(const struct timespec *deadline)
+{
+	struct timespec poll;
+	deadline_after(&poll, REQUEST_POLL_MS);
+	bool deadline_first = deadline->tv_sec < poll.tv_sec ||
+			      (deadline->tv_sec == poll.tv_sec && deadline->tv_nsec < poll.tv_nsec);
+	pthread_mutex_lock(&wake_lock);
+	while (!wake_pending && atomic_load(&finish_request) != 1 &&
+	       pthread_cond_timedwait(&wake_cond, &wake_lock, deadline_first ? deadline : &poll) != ETIMEDOUT)
+		;
+	wake_pending = false;
+	pthread_mutex_unlock(&wake_lock);
+}
+
+/* Drain full buffers as they come; sweep and SYNC every flush interval;
+ * finish the trace when a fatal signal's handler asks. */
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -253,11 +290,14 @@ static void *writer_main(void *arg)
 	struct timespec next;
 	deadline_after(&next, wsp_cfg.flush_ms);
 	for (;;) {
-		pthread_mutex_lock(&wake_lock);
-		while (!wake_pending && pthread_cond_timedwait(&wake_cond, &wake_lock, &next) != ETIMEDOUT)
-			;
-		wake_pending = false;
-		pthread_mutex_unlock(&wake_lock);
+		wait_until(&next);
+		if (atomic_load(&finish_request) == 1) {
+			wsp_sampler_finish();
+			wsp_writer_finish();
+			atomic_store(&finish_request, 2);
+			atomic_store(&writer_running, false);
+			return NULL;
+		}
 		bool due = passed(&next);
 		if (due) { /* device memory samples go out with this flush */
 			wsp_tls.writing = true;
@@ -287,10 +327,13 @@ void wsp_writer_start_thread(void)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &attr, writer_main, NULL) != 0)
+	atomic_store(&finish_request, 0);
+	if (pthread_create(&th, &attr, writer_main, NULL) != 0) {
 		wsp_warn("cannot start the writer thread; events are written when buffers fill and at exit");
-	else
+	} else {
+		atomic_store(&writer_running, true);
 		pthread_setname_np(th, "wsprof-writer");
+	}
 	pthread_attr_destroy(&attr);
 }
 
@@ -451,6 +494,8 @@ void wsp_writer_reset_after_fork(void)
 	pthread_mutex_init(&write_lock, NULL);
 	pthread_mutex_init(&wake_lock, NULL);
 	wake_pending = false;
+	atomic_store(&writer_running, false); /* the parent's thread is not here */
+	atomic_store(&finish_request, 0);
 	if (fd >= 0)
 		close(fd);
 	fd = -1;

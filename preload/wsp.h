@@ -259,6 +259,9 @@ void wsp_writer_flush(void);
 void wsp_writer_flush_locked(void); /* the same, with wsp_writer_lock() held */
 /* Final flush, footer, close. Later events are dropped. */
 void wsp_writer_finish(void);
+/* From a signal handler (async-signal-safe): have the writer thread finish
+ * the trace, waiting at most timeout_ms. @return whether it did. */
+bool wsp_writer_finish_from_signal(unsigned timeout_ms);
 void wsp_writer_wake(void);
 void wsp_writer_lock(void);
 void wsp_writer_unlock(void);
@@ -295,6 +298,12 @@ long wsp_damon_sample(struct wsp_range *out, size_t cap);
 /* Stop it (only the process that started it does); idempotent. */
 void wsp_damon_close(void);
 void wsp_damon_forget_after_fork(void);
+
+/* ---- signals.c ------------------------------------------------------ */
+
+/* Catch the fatal signals the program leaves at their default action, to
+ * finish the trace before the default action happens. */
+void wsp_signals_install(void);
 
 /* ---- sampler.c ------------------------------------------------------- */
 
