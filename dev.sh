@@ -56,11 +56,17 @@ demo() {
 	} >"$out/report.txt"
 	"$w" report summary --json "$out/example.wsp" >"$out/report.json"
 	"$w" report flame "$out/example.wsp" -o "$out/flame.svg" 2>/dev/null
+	# The pictures: one PDF, and the same pages as PNG files.
+	rm -f "$out"/report.pdf "$out"/report-*.png
+	"$w" report "$out/example.wsp" -o "$out/report.pdf" 2>/dev/null
+	"$w" report "$out/example.wsp" -o "$out/report.png" 2>/dev/null
 	cat "$out/summary.txt"
 	echo
-	echo "dev.sh: trace  $(pwd)/$out/example.wsp"
-	echo "dev.sh: report $(pwd)/$out/report.txt (summary, call sites, leaks, memory state at the peak;"
-	echo "               also report.json and the flame graph flame.svg)"
+	echo "dev.sh: trace    $(pwd)/$out/example.wsp"
+	echo "dev.sh: report   $(pwd)/$out/report.pdf (summary, memory over time, working set, heatmaps,"
+	echo "                 memory state, top sites, flame graph; the same pages as report-N.png)"
+	echo "dev.sh: text     $(pwd)/$out/report.txt (summary, call sites, leaks, memory state at the peak;"
+	echo "                 also report.json and the flame graph flame.svg)"
 }
 
 case "${1:-}" in

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PNG_SCALE 1.5
 #define FONT "DejaVu Sans"
@@ -96,6 +97,14 @@ struct wsp_doc *wsp_doc_open(const char *path, bool multi)
 	enum wsp_doc_format format;
 	if (wsp_doc_format_of(path, &format))
 		return NULL;
+	/* Say so now, not after drawing every page. */
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+	if (access(dir, W_OK) != 0) {
+		fprintf(stderr, "wsprof: cannot write %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
 	struct wsp_doc *d = calloc(1, sizeof *d);
 	if (!d || !(d->path = strdup(path))) {
 		free(d);
