@@ -402,6 +402,262 @@ Test(reader, deltas_decode_to_absolute_values)
 	tb_fini(&b);
 }
 
+/* ---- format 1.1: CUDA, annotations, samples ------------------------- */
+
+Test(reader_v11, access_config_fills_the_process)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	struct tb_process p = tb_process_default();
+	p.access_sources = WSPROF_SOURCE_WRITES | WSPROF_SOURCE_ANNOTATIONS;
+	p.wp_pages = 1536, p.window_ms = 250, p.max_regions = 1000;
+	p.access_note = "DAMON: not built into this kernel";
+	tb_header(&b, &p);
+	tb_footer(&b, 0);
+	wsprof_trace *t = open_built(&b);
+	const wsprof_process *pr = wsprof_trace_process(t);
+	cr_expect_eq(pr->stack_depth, 64, "the 1.0 fields before the access fields");
+	cr_expect_eq(pr->access_sources, WSPROF_SOURCE_WRITES | WSPROF_SOURCE_ANNOTATIONS);
+	cr_expect_eq(pr->wp_pages, 1536);
+	cr_expect_eq(pr->window_ms, 250);
+	cr_expect_eq(pr->max_regions, 1000);
+	cr_expect_str_eq(pr->access_note, "DAMON: not built into this kernel");
+	wsprof_trace_close(t);
+	tb_fini(&b);
+}
+
+Test(reader_v11, config_without_access_fields_reads_as_none)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	tb_header(&b, NULL);
+	tb_footer(&b, 0);
+	wsprof_trace *t = open_built(&b);
+	const wsprof_process *pr = wsprof_trace_process(t);
+	cr_expect_eq(pr->access_sources, 0);
+	cr_expect_eq(pr->wp_pages, 0);
+	cr_expect_eq(pr->window_ms, 0);
+	cr_expect_eq(pr->max_regions, 0);
+	cr_expect_str_eq(pr->access_note, "");
+	wsprof_trace_close(t);
+	tb_fini(&b);
+}
+
+Test(reader_v11, cuda_events_carry_device_stream_and_handle)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	tb_header(&b, NULL);
+	tb_segment(&b, 7, 0, 0);
+	const struct tb_cuda_tag dev1 = { 1, 0x5000, 0 }, dev0 = { 0, 0, 0 }, pool = { -1, 0, 0x7f00000a0000 };
+	tb_ev_cuda_alloc(&b, 1, 100, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_ALLOC_ASYNC, 0x7f0000200000,
+			 1 << 20, 2, &dev1);
+	tb_ev_stream_reached(&b, 2, 110, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_ALLOC_ASYNC, 0x7f0000200000,
+			     0x5000);
+	tb_ev_cuda_fail(&b, 3, 120, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_ALLOC, 17ull << 30, 3, &dev0);
+	tb_ev_cuda_alloc(&b, 4, 130, WSPROF_KIND_POOL, WSPROF_OP_POOL_ALLOC, 0x7f00000a0100, 256, 0, &pool);
+	tb_ev_cuda_free(&b, 5, 140, WSPROF_KIND_POOL, WSPROF_OP_POOL_FREE, 0x7f00000a0100, &pool);
+	tb_ev_cuda_free(&b, 6, 150, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_FREE_ASYNC, 0x7f0000200000, &dev1);
+	tb_ev_alloc(&b, 7, 160, WSPROF_KIND_HEAP, WSPROF_OP_MALLOC, 0x1000, 8, 0);
+	tb_sync(&b, 8, 170);
+	tb_chunk(&b);
+	tb_footer(&b, 180);
+
+	wsprof_trace *t = open_built(&b);
+	wsprof_event e[8];
+	size_t n = read_all(t, e, 8);
+	cr_assert_eq(n, 7);
+	cr_expect_eq(e[0].type, WSPROF_EV_ALLOC);
+	cr_expect_eq(e[0].kind, WSPROF_KIND_CUDA_DEVICE);
+	cr_expect_eq(e[0].op, WSPROF_OP_CU_MEM_ALLOC_ASYNC);
+	cr_expect_eq(e[0].addr, 0x7f0000200000);
+	cr_expect_eq(e[0].size, 1 << 20);
+	cr_expect_eq(e[0].stack, 2);
+	cr_expect_eq(e[0].device, 1);
+	cr_expect_eq(e[0].stream, 0x5000);
+	cr_expect_eq(e[0].handle, 0);
+
+	cr_expect_eq(e[1].type, WSPROF_EV_STREAM_REACHED);
+	cr_expect_eq(e[1].kind, WSPROF_KIND_CUDA_DEVICE);
+	cr_expect_eq(e[1].op, WSPROF_OP_CU_MEM_ALLOC_ASYNC);
+	cr_expect_eq(e[1].addr, 0x7f0000200000);
+	cr_expect_eq(e[1].stream, 0x5000);
+
+	cr_expect_eq(e[2].type, WSPROF_EV_FAIL);
+	cr_expect_eq(e[2].op, WSPROF_OP_CU_MEM_ALLOC);
+	cr_expect_eq(e[2].size, 17ull << 30);
+	cr_expect_eq(e[2].stack, 3);
+	cr_expect_eq(e[2].device, 0, "device 0 is written as 1, 0 being none");
+	cr_expect_eq(e[2].stream, 0);
+
+	cr_expect_eq(e[3].type, WSPROF_EV_ALLOC);
+	cr_expect_eq(e[3].kind, WSPROF_KIND_POOL);
+	cr_expect_eq(e[3].op, WSPROF_OP_POOL_ALLOC);
+	cr_expect_eq(e[3].addr, 0x7f00000a0100);
+	cr_expect_eq(e[3].size, 256);
+	cr_expect_eq(e[3].device, -1);
+	cr_expect_eq(e[3].handle, 0x7f00000a0000, "a sub-allocation's handle is its pool");
+
+	cr_expect_eq(e[4].type, WSPROF_EV_FREE);
+	cr_expect_eq(e[4].kind, WSPROF_KIND_POOL);
+	cr_expect_eq(e[4].op, WSPROF_OP_POOL_FREE);
+	cr_expect_eq(e[4].addr, 0x7f00000a0100);
+	cr_expect_eq(e[4].device, -1);
+
+	cr_expect_eq(e[5].type, WSPROF_EV_FREE);
+	cr_expect_eq(e[5].op, WSPROF_OP_CU_MEM_FREE_ASYNC);
+	cr_expect_eq(e[5].addr, 0x7f0000200000);
+	cr_expect_eq(e[5].device, 1);
+	cr_expect_eq(e[5].stream, 0x5000);
+
+	cr_expect_eq(e[6].addr, 0x1000, "the address delta went on from the CUDA free");
+	cr_expect_eq(e[6].device, -1, "a heap event has no device");
+	wsprof_trace_status st = status_of(t);
+	cr_expect(st.complete, "error %s", wsprof_strerror(st.error));
+	cr_expect_eq(st.events, 6, "STREAM_REACHED is not an event record");
+	wsprof_trace_close(t);
+	tb_fini(&b);
+}
+
+Test(reader_v11, annotations_decode_what_address_size_pool_and_text)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	tb_header(&b, NULL);
+	tb_segment(&b, 9, 10, 1000);
+	tb_ev_alloc(&b, 11, 1000, WSPROF_KIND_HEAP, WSPROF_OP_MALLOC, 0x7f0000100000, 4096, 1);
+	tb_ev_annotate(&b, 12, 1001, WSPROF_ANN_NAME, 0x7f0000100000, 0, 0, "weights");
+	tb_ev_annotate(&b, 13, 1002, WSPROF_ANN_ACQUIRE, 0x7f0000100010, 0, 0, NULL);
+	tb_ev_annotate(&b, 14, 1003, WSPROF_ANN_RELEASE, 0x7f0000100010, 0, 0, NULL);
+	tb_ev_annotate(&b, 15, 1004, WSPROF_ANN_VALID, 0x7f0000100000, 0, 0, NULL);
+	tb_ev_annotate(&b, 16, 1005, WSPROF_ANN_INVALID, 0x7f0000100000, 0, 0, NULL);
+	tb_ev_annotate(&b, 17, 1006, WSPROF_ANN_TOUCH, 0x7f0000100800, 512, 0, NULL);
+	tb_ev_annotate(&b, 18, 1007, WSPROF_ANN_PHASE_PUSH, 0, 0, 0, "train");
+	tb_ev_annotate(&b, 19, 1008, WSPROF_ANN_PHASE_POP, 0, 0, 0, NULL);
+	tb_ev_annotate(&b, 20, 1009, WSPROF_ANN_SNAPSHOT, 0, 0, 0, "after-load");
+	tb_ev_annotate(&b, 21, 1010, WSPROF_ANN_POOL_RESET, 0, 0, 0x7f00000a0000, NULL);
+	tb_ev_free(&b, 22, 1011, WSPROF_KIND_HEAP, WSPROF_OP_FREE, 0x7f0000100000);
+	tb_sync(&b, 23, 1012);
+	tb_chunk(&b);
+	tb_footer(&b, 1013);
+
+	wsprof_trace *t = open_built(&b);
+	static const struct {
+		unsigned what;
+		uint64_t addr, size, pool;
+		const char *text;
+	} want[] = {
+		{ WSPROF_ANN_NAME, 0x7f0000100000, 0, 0, "weights" },
+		{ WSPROF_ANN_ACQUIRE, 0x7f0000100010, 0, 0, NULL },
+		{ WSPROF_ANN_RELEASE, 0x7f0000100010, 0, 0, NULL },
+		{ WSPROF_ANN_VALID, 0x7f0000100000, 0, 0, NULL },
+		{ WSPROF_ANN_INVALID, 0x7f0000100000, 0, 0, NULL },
+		{ WSPROF_ANN_TOUCH, 0x7f0000100800, 512, 0, NULL },
+		{ WSPROF_ANN_PHASE_PUSH, 0, 0, 0, "train" },
+		{ WSPROF_ANN_PHASE_POP, 0, 0, 0, NULL },
+		{ WSPROF_ANN_SNAPSHOT, 0, 0, 0, "after-load" },
+		{ WSPROF_ANN_POOL_RESET, 0, 0, 0x7f00000a0000, NULL },
+	};
+	wsprof_event ev;
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.type, WSPROF_EV_ALLOC);
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+		cr_expect_eq(ev.type, WSPROF_EV_ANNOTATE, "event %zu", i);
+		cr_expect_eq(ev.tid, 9);
+		cr_expect_eq(ev.seq, 12 + i);
+		cr_expect_eq(ev.time_ns, 1001 + i);
+		cr_expect_eq(ev.op, want[i].what, "event %zu is %u, expected %u", i, ev.op, want[i].what);
+		cr_expect_eq(ev.addr, want[i].addr, "annotation %zu: address %#llx", i, (unsigned long long)ev.addr);
+		cr_expect_eq(ev.size, want[i].size);
+		cr_expect_eq(ev.handle, want[i].pool);
+		if (want[i].text)
+			cr_expect(ev.text && !strcmp(ev.text, want[i].text), "annotation %zu: text %s", i,
+				  ev.text ? ev.text : "(none)");
+		else
+			cr_expect_null(ev.text, "annotation %zu: an empty text reads as none", i);
+	}
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.type, WSPROF_EV_FREE);
+	cr_expect_eq(ev.addr, 0x7f0000100000, "the address delta went on from the annotations");
+	cr_expect_eq(wsprof_trace_next(t, &ev), 0);
+	wsprof_trace_status st = status_of(t);
+	cr_expect(st.complete, "error %s", wsprof_strerror(st.error));
+	cr_expect_eq(st.events, 2, "annotations are not event records");
+	wsprof_trace_close(t);
+	tb_fini(&b);
+}
+
+Test(reader_v11, samples_decode_regions_rss_and_device_memory)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	tb_header(&b, NULL);
+	/* A sampler thread: samples only, so not a thread of the program. */
+	tb_segment(&b, 30, 0, 0);
+	const struct tb_region regions[] = {
+		{ 0x1000, 0x2000 }, { 0x3000, 0x1000 }, /* touching: a delta of 0 */
+		{ 0x7f0000000000, 0x10000 }, { UINT64_MAX - 0xfff, 0x1000 },
+	};
+	tb_ev_access(&b, 1, 100000000, WSPROF_ACCESS_WRITES, 100000000, regions, 4);
+	tb_ev_access(&b, 2, 100000000, WSPROF_ACCESS_DAMON, 100000000, NULL, 0);
+	tb_ev_access(&b, 3, 150000000, WSPROF_ACCESS_INFERRED, 0, regions + 2, 1);
+	tb_ev_rss(&b, 4, 200000000, 123456789);
+	tb_ev_device_memory(&b, 5, 200000001, 0, 15ull << 30, 16ull << 30);
+	tb_ev_device_memory(&b, 6, 200000002, -1, 1, 2);
+	tb_sync(&b, 7, 200000003);
+	tb_chunk(&b);
+	tb_footer(&b, 200000004);
+
+	wsprof_trace *t = open_built(&b);
+	wsprof_event ev;
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.type, WSPROF_EV_ACCESS);
+	cr_expect_eq(ev.op, WSPROF_ACCESS_WRITES);
+	cr_expect_eq(ev.time_ns, 100000000, "the end of the window");
+	cr_expect_eq(ev.size, 100000000, "the window's length");
+	cr_assert_eq(ev.nregions, 4);
+	for (size_t i = 0; i < 4; i++) {
+		cr_expect_eq(ev.regions[i].addr, regions[i].start, "region %zu at %#llx", i,
+			     (unsigned long long)ev.regions[i].addr);
+		cr_expect_eq(ev.regions[i].len, regions[i].len, "region %zu", i);
+	}
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.type, WSPROF_EV_ACCESS);
+	cr_expect_eq(ev.op, WSPROF_ACCESS_DAMON);
+	cr_expect_eq(ev.nregions, 0, "an empty window is a sample too");
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.op, WSPROF_ACCESS_INFERRED);
+	cr_expect_eq(ev.size, 0);
+	cr_assert_eq(ev.nregions, 1);
+	cr_expect_eq(ev.regions[0].addr, 0x7f0000000000, "the first start is relative to 0");
+	cr_expect_eq(ev.regions[0].len, 0x10000);
+
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.type, WSPROF_EV_RSS);
+	cr_expect_eq(ev.time_ns, 200000000);
+	cr_expect_eq(ev.size, 123456789);
+
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.type, WSPROF_EV_DEVICE_MEMORY);
+	cr_expect_eq(ev.device, 0);
+	cr_expect_eq(ev.device_free, 15ull << 30);
+	cr_expect_eq(ev.device_total, 16ull << 30);
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.type, WSPROF_EV_DEVICE_MEMORY);
+	cr_expect_eq(ev.device, -1, "device+1 of 0 is an unknown device");
+	cr_expect_eq(ev.device_free, 1);
+	cr_expect_eq(ev.device_total, 2);
+	cr_expect_eq(wsprof_trace_next(t, &ev), 0);
+
+	wsprof_trace_status st = status_of(t);
+	cr_expect(st.complete, "error %s", wsprof_strerror(st.error));
+	cr_expect_eq(st.events, 0, "samples are not event records");
+	cr_expect_eq(st.threads, 0, "a thread that only samples is not the program's");
+	wsprof_trace_close(t);
+	tb_fini(&b);
+}
+
 /* ---- stacks --------------------------------------------------------- */
 
 /* Nodes: 1 main <- 2 run <- 3 work, and 4 parse called from main. */

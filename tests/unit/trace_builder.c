@@ -141,6 +141,14 @@ void tb_header_version(struct trace_builder *b, unsigned major, unsigned minor,
 	pl_varint(&pl, pr->stack_depth);
 	pl_varint(&pl, pr->flush_ms);
 	pl_varint(&pl, pr->follow);
+	if (pr->access_sources || pr->access_note) {
+		pl_varint(&pl, pr->access_sources);
+		pl_varint(&pl, pr->wp_pages);
+		pl_varint(&pl, pr->window_ms);
+		pl_varint(&pl, pr->max_regions);
+		const char *note = pr->access_note ? pr->access_note : "";
+		pl_bytes(&pl, note, strlen(note));
+	}
 	pl_trailer(&pl, b);
 	put_record(&recs, &rlen, &rcap, WSP_REC_CONFIG, pl.p, pl.len);
 	free(pl.p);
@@ -324,6 +332,112 @@ void tb_ev_exec(struct trace_builder *b, uint64_t seq, uint64_t time, const char
 	struct payload pl = stamp(b, seq, time);
 	pl_bytes(&pl, path, strlen(path));
 	emit(b, WSP_REC_EXEC, &pl);
+}
+
+static void put_tag(struct payload *pl, const struct tb_cuda_tag *tag, bool handle)
+{
+	pl_varint(pl, (uint64_t)((int64_t)tag->device + 1));
+	pl_varint(pl, tag->stream);
+	if (handle)
+		pl_varint(pl, tag->handle);
+}
+
+void tb_ev_cuda_alloc(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned kind, unsigned op,
+		      uint64_t addr, uint64_t size, uint64_t stack, const struct tb_cuda_tag *tag)
+{
+	struct payload pl = stamp(b, seq, time);
+	pl_varint(&pl, kind);
+	pl_varint(&pl, op);
+	put_addr(b, &pl, addr);
+	pl_varint(&pl, size);
+	pl_varint(&pl, stack);
+	put_tag(&pl, tag, true);
+	emit(b, WSP_REC_ALLOC, &pl);
+	b->events++;
+}
+
+void tb_ev_cuda_fail(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned kind, unsigned op,
+		     uint64_t size, uint64_t stack, const struct tb_cuda_tag *tag)
+{
+	struct payload pl = stamp(b, seq, time);
+	pl_varint(&pl, kind);
+	pl_varint(&pl, op);
+	pl_varint(&pl, size);
+	pl_varint(&pl, stack);
+	put_tag(&pl, tag, true);
+	emit(b, WSP_REC_FAIL, &pl);
+	b->events++;
+}
+
+void tb_ev_cuda_free(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned kind, unsigned op,
+		     uint64_t addr, const struct tb_cuda_tag *tag)
+{
+	struct payload pl = stamp(b, seq, time);
+	pl_varint(&pl, kind);
+	pl_varint(&pl, op);
+	put_addr(b, &pl, addr);
+	put_tag(&pl, tag, false);
+	emit(b, WSP_REC_FREE, &pl);
+	b->events++;
+}
+
+void tb_ev_stream_reached(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned kind, unsigned op,
+			  uint64_t addr, uint64_t stream)
+{
+	struct payload pl = stamp(b, seq, time);
+	pl_varint(&pl, kind);
+	pl_varint(&pl, op);
+	put_addr(b, &pl, addr);
+	pl_varint(&pl, stream);
+	emit(b, WSP_REC_STREAM_REACHED, &pl);
+}
+
+void tb_ev_annotate(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned what, uint64_t addr,
+		    uint64_t size, uint64_t pool, const char *text)
+{
+	struct payload pl = stamp(b, seq, time);
+	pl_varint(&pl, what);
+	put_addr(b, &pl, addr);
+	pl_varint(&pl, size);
+	pl_varint(&pl, pool);
+	pl_bytes(&pl, text ? text : "", text ? strlen(text) : 0);
+	emit(b, WSP_REC_ANNOTATE, &pl);
+}
+
+void tb_ev_access(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned source, uint64_t window_ns,
+		  const struct tb_region *regions, size_t n)
+{
+	struct payload pl = stamp(b, seq, time);
+	pl_varint(&pl, source);
+	pl_varint(&pl, window_ns);
+	pl_varint(&pl, n);
+	uint64_t end = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* Each start is written as its distance from the previous end. */
+		if (regions[i].start < end)
+			die("access regions must be sorted and apart");
+		pl_varint(&pl, regions[i].start - end);
+		pl_varint(&pl, regions[i].len);
+		end = regions[i].start + regions[i].len;
+	}
+	emit(b, WSP_REC_ACCESS, &pl);
+}
+
+void tb_ev_rss(struct trace_builder *b, uint64_t seq, uint64_t time, uint64_t resident)
+{
+	struct payload pl = stamp(b, seq, time);
+	pl_varint(&pl, resident);
+	emit(b, WSP_REC_RSS, &pl);
+}
+
+void tb_ev_device_memory(struct trace_builder *b, uint64_t seq, uint64_t time, int device, uint64_t free_bytes,
+			 uint64_t total_bytes)
+{
+	struct payload pl = stamp(b, seq, time);
+	pl_varint(&pl, (uint64_t)((int64_t)device + 1));
+	pl_varint(&pl, free_bytes);
+	pl_varint(&pl, total_bytes);
+	emit(b, WSP_REC_DEVICE_MEMORY, &pl);
 }
 
 size_t tb_chunk(struct trace_builder *b)

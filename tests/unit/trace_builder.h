@@ -21,7 +21,10 @@
 #include <stdint.h>
 
 /* The PROCESS and CONFIG records of the header; tb_process_default() fills
- * plausible values. cmdline holds cmdline_len bytes (NUL-separated). */
+ * plausible values. cmdline holds cmdline_len bytes (NUL-separated).
+ * The access fields (format 1.1) are written only when access_sources is
+ * not 0 or access_note is set, so a builder that leaves them alone writes
+ * the 1.0 CONFIG record, as older traces have it. */
 struct tb_process {
 	uint32_t pid, ppid, parent_pid_traced;
 	uint64_t start_realtime_ns, start_monotonic_ns, page_size;
@@ -30,10 +33,26 @@ struct tb_process {
 	size_t cmdline_len;
 	const char *tool_version;
 	unsigned stack_depth, flush_ms, follow;
+	unsigned access_sources, wp_pages, window_ms, max_regions; /* WSPROF_SOURCE_* bits, ... */
+	const char *access_note;
 };
 
 struct tb_segdesc {
 	uint64_t vaddr, memsz, flags;
+};
+
+/* The fields CUDA events (and pool sub-allocations) append to ALLOC, FAIL
+ * and FREE: the device ordinal (-1: none, written as device + 1), the
+ * stream (0: none) and the handle (a VMM mapping's physical allocation, a
+ * sub-allocation's pool; not written for FREE). */
+struct tb_cuda_tag {
+	int device;
+	uint64_t stream, handle;
+};
+
+/* A region of an ACCESS sample: [start, start + len). */
+struct tb_region {
+	uint64_t start, len;
 };
 
 struct trace_builder {
@@ -91,6 +110,32 @@ void tb_ev_module_load(struct trace_builder *b, uint64_t seq, uint64_t time, uin
 void tb_ev_module_unload(struct trace_builder *b, uint64_t seq, uint64_t time, uint64_t base);
 void tb_ev_fork(struct trace_builder *b, uint64_t seq, uint64_t time, uint64_t child_pid);
 void tb_ev_exec(struct trace_builder *b, uint64_t seq, uint64_t time, const char *path);
+
+/* CUDA allocations, failures and frees (and pool sub-allocations, kind
+ * WSPROF_KIND_POOL with the pool as the handle): the events above with
+ * the tag's fields appended. Counted in the footer like them. */
+void tb_ev_cuda_alloc(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned kind, unsigned op,
+		      uint64_t addr, uint64_t size, uint64_t stack, const struct tb_cuda_tag *tag);
+void tb_ev_cuda_fail(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned kind, unsigned op,
+		     uint64_t size, uint64_t stack, const struct tb_cuda_tag *tag);
+void tb_ev_cuda_free(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned kind, unsigned op,
+		     uint64_t addr, const struct tb_cuda_tag *tag);
+void tb_ev_stream_reached(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned kind, unsigned op,
+			  uint64_t addr, uint64_t stream);
+
+/* Samples and annotations: stamped like events, not counted in the footer.
+ * tb_ev_annotate writes what the program said (enum wsprof_annotation):
+ * addr goes through the segment's address delta like an allocation's;
+ * text NULL is the empty string. tb_ev_access takes regions sorted by
+ * address and apart (touching is fine); anything else aborts, since the
+ * format cannot say it. device is the ordinal (-1: unknown). */
+void tb_ev_annotate(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned what, uint64_t addr,
+		    uint64_t size, uint64_t pool, const char *text);
+void tb_ev_access(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned source, uint64_t window_ns,
+		  const struct tb_region *regions, size_t n);
+void tb_ev_rss(struct trace_builder *b, uint64_t seq, uint64_t time, uint64_t resident);
+void tb_ev_device_memory(struct trace_builder *b, uint64_t seq, uint64_t time, int device, uint64_t free_bytes,
+			 uint64_t total_bytes);
 
 /* Compress the open chunk's records into the next chunk frame.
  * @return the offset of the frame in data. */
