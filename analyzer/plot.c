@@ -553,7 +553,8 @@ void wsp_chart_span(const struct wsp_chart *c, double x0, double x1, struct wsp_
 		size_t kept = strlen(fit);
 		if (kept && (strcmp(fit, label) == 0 || kept >= 8)) {
 			cairo_set_source_rgb(cr, 0.20, 0.28, 0.45);
-			wsp_text(cr, a + 2, c->y + 9 + 9 * (row % 4), size, false, WSP_LEFT, fit);
+			/* Along the bottom edge: the legend has the top-left corner. */
+			wsp_text(cr, a + 2, c->y + c->h - 4 - 9 * (row % 4), size, false, WSP_LEFT, fit);
 		}
 	}
 	cairo_restore(cr);
@@ -581,7 +582,8 @@ void wsp_chart_mark(const struct wsp_chart *c, double x, struct wsp_rgb colour, 
 	cairo_close_path(cr);
 	cairo_fill(cr);
 	if (label)
-		wsp_text(cr, px + 5, c->y + c->h - 4, 7.5, true, px > c->x + c->w - 80 ? WSP_RIGHT : WSP_LEFT, label);
+		wsp_text(cr, px > c->x + c->w - 80 ? px - 5 : px + 5, c->y + 14, 7.5, true,
+			 px > c->x + c->w - 80 ? WSP_RIGHT : WSP_LEFT, label);
 	cairo_restore(cr);
 }
 

@@ -89,7 +89,7 @@ void wsp_chart_line(const struct wsp_chart *c, const double *xs, const double *y
 /* The area under a step line, filled. */
 void wsp_chart_area(const struct wsp_chart *c, const double *xs, const double *ys, size_t n, struct wsp_rgb colour,
 		    double alpha);
-/* A shaded span of x (a phase), labelled at the top in row `row`. */
+/* A shaded span of x (a phase), labelled along the bottom in row `row`. */
 void wsp_chart_span(const struct wsp_chart *c, double x0, double x1, struct wsp_rgb colour, const char *label,
 		    int row);
 /* A vertical mark at x (a failed allocation), labelled when label. */

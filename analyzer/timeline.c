@@ -74,7 +74,11 @@ static int line_of_series(const struct wsp_series *s, enum pick pick, uint64_t e
 		line_free(ln);
 		return -1;
 	}
-	for (size_t i = 0; i < s->n; i++) {
+	/* A device is known from its first sample on: no line before it. */
+	size_t first = 0;
+	while (pick == PICK_B_MINUS_HI && first < s->n && !s->p[first].set)
+		first++;
+	for (size_t i = first; i < s->n; i++) {
 		const struct wsp_series_point *p = &s->p[i];
 		double v = pick == PICK_HI ? (double)p->hi
 			   : pick == PICK_HI_B ? (double)p->hi_b
@@ -83,7 +87,7 @@ static int line_of_series(const struct wsp_series *s, enum pick pick, uint64_t e
 		ln->y[ln->n++] = v;
 	}
 	double end = (double)end_ns / 1e9;
-	if (end > ln->x[ln->n - 1]) {
+	if (ln->n && end > ln->x[ln->n - 1]) {
 		ln->x[ln->n] = end;
 		ln->y[ln->n] = ln->y[ln->n - 1];
 		ln->n++;

@@ -101,7 +101,11 @@ int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t wi
 {
 	if (source >= WSPROF_ACCESS_SOURCE_COUNT)
 		return 0;
-	uint64_t start = end_ns > window_ns ? end_ns - window_ns : 0;
+	/* Written pages and DAMON report windows; a kernel launch or an
+	 * annotation is a moment (end_ns) whatever span it names, so it never
+	 * stretches a bucket over the next window. */
+	bool windowed = source == WSPROF_ACCESS_WRITES || source == WSPROF_ACCESS_DAMON;
+	uint64_t start = windowed && end_ns > window_ns ? end_ns - window_ns : windowed ? 0 : end_ns;
 	if (w->open && (w->bucket_ns ? start >= w->cur.start_ns + w->bucket_ns : start >= w->cur.end_ns)) {
 		int err = close_bucket(w);
 		if (err)
@@ -109,7 +113,8 @@ int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t wi
 	}
 	if (!w->open) {
 		memset(&w->cur, 0, sizeof w->cur);
-		w->cur.start_ns = start;
+		/* --window buckets sit on multiples of their length. */
+		w->cur.start_ns = w->bucket_ns ? start - start % w->bucket_ns : start;
 		w->open = true;
 	}
 	if (end_ns > w->cur.end_ns)

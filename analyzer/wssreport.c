@@ -93,7 +93,7 @@ static void text_dist(const char *label, const struct dist *d)
 	for (int i = 0; i < 5; i++)
 		wsp_human_bytes(v[i], sizeof v[i], d->p[i]);
 	wsp_human_bytes(v[5], sizeof v[5], d->mean);
-	printf("  %-34s %10s %10s %10s %10s %10s %10s\n", label, v[0], v[1], v[2], v[3], v[4], v[5]);
+	printf("  %-46s %10s %10s %10s %10s %10s %10s\n", label, v[0], v[1], v[2], v[3], v[4], v[5]);
 }
 
 static void usage(FILE *out)
@@ -233,7 +233,7 @@ int wsp_cmd_wss(int argc, char **argv)
 		if (!n) {
 			printf("  no access samples in this trace\n");
 		} else {
-			printf("  %-34s %10s %10s %10s %10s %10s %10s\n", "bytes accessed per window", "p0", "p25", "p50", "p75",
+			printf("  %-46s %10s %10s %10s %10s %10s %10s\n", "bytes accessed per window", "p0", "p25", "p50", "p75",
 			       "p100", "mean");
 			char label[64];
 			snprintf(label, sizeof label, "%s", k >= 0 ? wsprof_kind_name((unsigned)k) : "all sources");
@@ -252,7 +252,7 @@ int wsp_cmd_wss(int argc, char **argv)
 				printf("\n");
 			}
 			if (step > 1)
-				printf("  (every %zu-th window shown; --json lists all)\n", step);
+				printf("  (one window in %zu shown; --json lists all)\n", step);
 		}
 	}
 	wsp_loaded_free(&l);
