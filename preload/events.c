@@ -49,6 +49,19 @@ static inline void spin_unlock(atomic_flag *l)
 	atomic_flag_clear_explicit(l, memory_order_release);
 }
 
+/* Events are stamped with the coarse clock: a tick of a few milliseconds
+ * (what a timeline can show) for a tenth of the cost of the precise clock
+ * in a VM (6 ns against 50 here), and time deltas that compress to
+ * nothing. The order of events is their sequence numbers', not their
+ * times. Both clocks count from the same origin. */
+static uint64_t event_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return now > wsp_start_mono ? now - wsp_start_mono : 0;
+}
+
 uint64_t wsp_now_ns(void)
 {
 	struct timespec ts;
@@ -161,11 +174,16 @@ struct wsp_thread *wsp_thread_self(void)
 		t = wsp_mem_alloc(sizeof *t);
 		if (t) {
 			atomic_flag_clear(&t->lock);
+			atomic_store(&t->floor, UINT64_MAX);
 			t->next = threads;
 			threads = t;
 		}
 	}
 	if (t) {
+		/* A reused entry: the unwind memo knew another thread's stack. */
+		struct wsp_unwind_memo *memo = t->memo;
+		t->memo = NULL;
+		wsp_unwind_memo_free(t->dead ? memo : NULL);
 		t->dead = false;
 		t->tid = (uint32_t)gettid();
 	}
@@ -182,9 +200,10 @@ static void thread_exit(struct wsp_thread *t)
 {
 	spin_lock(&t->lock);
 	struct wsp_buf *b = t->buf;
-	t->buf = NULL;
+	__atomic_store_n(&t->buf, NULL, __ATOMIC_RELEASE);
 	if (b)
 		wsp_buf_enqueue(b);
+	atomic_store(&t->floor, UINT64_MAX);
 	spin_unlock(&t->lock);
 	wsp_tls.thread = NULL;
 	pthread_mutex_lock(&reg_lock);
@@ -199,10 +218,11 @@ uint64_t wsp_threads_sweep(void)
 	for (struct wsp_thread *t = threads; t; t = t->next) {
 		spin_lock(&t->lock);
 		struct wsp_buf *b = t->buf;
-		t->buf = NULL;
-		spin_unlock(&t->lock);
+		__atomic_store_n(&t->buf, NULL, __ATOMIC_RELEASE);
 		if (b)
 			wsp_buf_enqueue(b);
+		atomic_store(&t->floor, UINT64_MAX); /* queued: nothing of it is held back */
+		spin_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return watermark;
@@ -218,16 +238,25 @@ uint64_t wsp_threads_watermark(void)
 	uint64_t now = atomic_load(&wsp_seq), watermark = now;
 	pthread_mutex_lock(&reg_lock);
 	for (struct wsp_thread *t = threads; t; t = t->next) {
-		spin_lock(&t->lock);
+		/* No thread lock: a thread writing events holds its own, and on
+		 * two cores spinning against it would take one from the program.
+		 * Its floor says enough (see struct wsp_thread). */
+		uint64_t floor = atomic_load(&t->floor);
+		if (floor == UINT64_MAX)
+			continue;
+		if (now - floor <= STEAL_LAG || atomic_flag_test_and_set_explicit(&t->lock, memory_order_acquire)) {
+			if (floor < watermark)
+				watermark = floor;
+			continue;
+		}
+		/* Quiet while others are busy, and not writing now: take its
+		 * buffer rather than hold the watermark back. */
 		struct wsp_buf *b = t->buf;
-		bool stolen = b && now - b->first_seq > STEAL_LAG;
-		if (stolen)
-			t->buf = NULL;
-		else if (b && b->first_seq < watermark)
-			watermark = b->first_seq;
-		spin_unlock(&t->lock);
-		if (stolen)
+		__atomic_store_n(&t->buf, NULL, __ATOMIC_RELEASE);
+		if (b)
 			wsp_buf_enqueue(b);
+		atomic_store(&t->floor, UINT64_MAX);
+		spin_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return watermark;
@@ -264,9 +293,10 @@ void wsp_events_reset_after_fork(void)
 	pthread_mutex_init(&queue_lock, NULL);
 	for (struct wsp_thread *t = threads; t; t = t->next) {
 		atomic_flag_clear(&t->lock);
+		atomic_store(&t->floor, UINT64_MAX);
 		if (t->buf)
 			wsp_buf_put(t->buf);
-		t->buf = NULL;
+		__atomic_store_n(&t->buf, NULL, __ATOMIC_RELEASE);
 		t->dead = t != wsp_tls.thread;
 		if (!t->dead)
 			t->tid = (uint32_t)gettid();
@@ -290,7 +320,6 @@ static void segment_open(struct wsp_thread *t, struct wsp_buf *b)
 	p = wsp_put_varint(p, 0);
 	p = wsp_record_close(p, &m);
 	b->len = (size_t)(p - b->data);
-	b->first_seq = UINT64_MAX;
 	t->prev_seq = t->prev_time = t->prev_addr = 0;
 }
 
@@ -302,8 +331,9 @@ uint8_t *wsp_event_begin(struct wsp_thread *t, size_t need)
 		if (b && b->cap - b->len >= need)
 			return b->data + b->len;
 		if (b) {
-			t->buf = NULL;
+			__atomic_store_n(&t->buf, NULL, __ATOMIC_RELEASE);
 			wsp_buf_enqueue(b);
+			atomic_store(&t->floor, UINT64_MAX);
 		}
 		spin_unlock(&t->lock);
 		b = wsp_buf_get();
@@ -314,7 +344,13 @@ uint8_t *wsp_event_begin(struct wsp_thread *t, size_t need)
 			return NULL;
 		}
 		spin_lock(&t->lock);
-		t->buf = b; /* only this thread installs buffers; the writer only takes them */
+		/* Only this thread installs buffers; the writer only takes them, and
+		 * reads which one is there without the lock. */
+		/* Every event this buffer will hold takes its number after
+		 * this: the writer may count on it (seq_cst, before the
+		 * fetch_add of the first event). */
+		atomic_store(&t->floor, atomic_load(&wsp_seq));
+		__atomic_store_n(&t->buf, b, __ATOMIC_RELEASE);
 		segment_open(t, b);
 		spin_unlock(&t->lock);
 	}
@@ -330,11 +366,9 @@ void wsp_event_end(struct wsp_thread *t, uint8_t *end, bool counted)
 uint8_t *wsp_event_stamp(struct wsp_thread *t, uint8_t *p)
 {
 	uint64_t seq = atomic_fetch_add_explicit(&wsp_seq, 1, memory_order_relaxed);
-	uint64_t now = wsp_now_ns();
+	uint64_t now = event_now_ns();
 	if (now < t->prev_time)
 		now = t->prev_time;
-	if (t->buf->first_seq == UINT64_MAX)
-		t->buf->first_seq = seq;
 	p = wsp_put_varint(p, seq - t->prev_seq);
 	p = wsp_put_varint(p, now - t->prev_time);
 	t->prev_seq = seq;
@@ -369,11 +403,16 @@ static void record_with_stack(unsigned type, unsigned kind, unsigned op, const v
 	if (__builtin_expect(atomic_load_explicit(&wsp_dl_recent, memory_order_relaxed), 0))
 		wsp_modules_check();
 	uintptr_t ips[256];
-	int depth = wsp_stack_capture(ips, (int)wsp_cfg.stack_depth);
+	uint32_t known;
+	int depth = wsp_stack_capture(t, ips, (int)wsp_cfg.stack_depth, &known);
 	uint8_t *p = wsp_event_begin(t, WSP_EVENT_RECORD_MAX + (size_t)depth * WSP_STACK_RECORD_MAX);
 	if (!p)
 		return;
-	uint64_t stack = wsp_stack_intern(t, ips, depth, &p);
+	uint64_t stack = known;
+	if (!stack) {
+		stack = wsp_stack_intern(t, ips, depth, &p);
+		wsp_stack_remember_id(t, (uint32_t)stack);
+	}
 	struct wsp_record_mark m;
 	p = wsp_record_open(p, type, WSP_EVENT_RECORD_MAX - 2, &m);
 	p = wsp_event_stamp(t, p);

@@ -18,6 +18,7 @@
 #include "format.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define UNW_LOCAL_ONLY
@@ -53,17 +54,152 @@ void wsp_stacks_init(void)
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
-int wsp_stack_capture(uintptr_t *ips, int max)
+/* ---- capture, and the unwind memo ------------------------------------
+ *
+ * A program allocates from the same few paths over and over, and
+ * unwinding (about 10 ns a frame with unw_backtrace) is most of what a
+ * recorded allocation costs. So each thread remembers its last few unwinds
+ * together with where on its stack each return address was found. When
+ * wsp_stack_capture runs again from the same frame address, and every one
+ * of those stack slots still holds the same return address, the stack is
+ * the same: unwinding is a function of the instruction pointer and the
+ * stack pointer of each frame, and a matching slot gives the next frame
+ * both (its return address, and its stack pointer, the slot's address
+ * plus 8). Checking is a read per frame, innermost first, each slot
+ * inside a frame already shown to be live, so no read leaves the live
+ * stack. The memo also keeps the stack's id, saving its interning.
+ *
+ * Slots are found by looking up the stack, from this function's frame,
+ * for each return address in turn, within the thread's stack (its bounds
+ * from pthread_getattr_np, read once); an unwind whose addresses are not
+ * all found that way (a signal frame) is not remembered. Only the thread's
+ * own stack is trusted: on any other (a coroutine's), nothing is
+ * remembered or checked.
+ */
+
+#define MEMO_WAYS 8
+#define MEMO_DEPTH 72
+
+struct memo {
+	uintptr_t frame;            /* wsp_stack_capture's frame address; 0: empty */
+	int n, first;               /* raw frames; the first one with a slot */
+	uint32_t id;                /* the interned stack, or 0 */
+	unsigned generation;        /* of the id */
+	uintptr_t ip[MEMO_DEPTH];
+	const uintptr_t *slot[MEMO_DEPTH];
+};
+
+struct wsp_unwind_memo {
+	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 0: unknown, do not remember */
+	unsigned next, last;        /* the entry to replace next; the one the last capture used */
+	struct memo m[MEMO_WAYS];
+};
+
+static struct wsp_unwind_memo *memo_of(struct wsp_thread *t)
 {
+	if (t->memo)
+		return t->memo;
+	struct wsp_unwind_memo *u = wsp_pages_alloc(sizeof *u);
+	if (!u)
+		return NULL;
+	memset(u, 0, sizeof *u);
+	pthread_attr_t attr;
+	void *lo;
+	size_t len;
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &lo, &len) == 0) {
+			u->stack_lo = (uintptr_t)lo;
+			u->stack_hi = (uintptr_t)lo + len;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	return t->memo = u;
+}
+
+void wsp_unwind_memo_free(struct wsp_unwind_memo *u)
+{
+	if (u)
+		wsp_pages_free(u, sizeof *u);
+}
+
+/* Remember an unwind made from frame, if every return address is found. */
+static void memo_put(struct wsp_unwind_memo *u, uintptr_t frame, uintptr_t ret, void *const *raw, int n)
+{
+	if (n > MEMO_DEPTH)
+		return;
+	int first = 0;
+	while (first < n && (uintptr_t)raw[first] != ret)
+		first++;
+	if (first == n)
+		return;
+	struct memo *m = &u->m[u->next];
+	const uintptr_t *at = (const uintptr_t *)(frame + sizeof(uintptr_t)), *end = (const uintptr_t *)u->stack_hi;
+	for (int i = first; i < n; i++, at++) {
+		while (at < end && *at != (uintptr_t)raw[i])
+			at++;
+		if (at >= end)
+			return;
+		m->slot[i] = at;
+	}
+	for (int i = 0; i < n; i++)
+		m->ip[i] = (uintptr_t)raw[i];
+	m->frame = frame;
+	m->n = n;
+	m->first = first;
+	m->id = 0;
+	u->last = u->next;
+	u->next = (u->next + 1) % MEMO_WAYS;
+}
+
+static int own_frames(const uintptr_t *raw, int n)
+{
+	int skip = 0;
+	while (skip < n && wsp_addr_in_self(raw[skip]))
+		skip++;
+	return skip;
+}
+
+__attribute__((noinline)) int wsp_stack_capture(struct wsp_thread *t, uintptr_t *ips, int max, uint32_t *id)
+{
+	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+	*id = 0;
+	struct wsp_unwind_memo *u = t ? memo_of(t) : NULL;
+	bool own_stack = u && frame >= u->stack_lo && frame < u->stack_hi;
+	for (unsigned w = 0; own_stack && w < MEMO_WAYS; w++) {
+		struct memo *m = &u->m[w];
+		if (m->frame != frame)
+			continue;
+		int i = m->first;
+		while (i < m->n && *m->slot[i] == m->ip[i])
+			i++;
+		if (i < m->n)
+			continue;
+		int skip = own_frames(m->ip, m->n);
+		int depth = m->n - skip < max ? m->n - skip : max;
+		memcpy(ips, m->ip + skip, (size_t)depth * sizeof *ips);
+		if (m->id && m->generation == atomic_load(&generation))
+			*id = m->id;
+		u->last = w;
+		return depth;
+	}
 	void *raw[256 + 16];
 	int n = unw_backtrace(raw, max + 16);
-	int skip = 0;
-	while (skip < n && wsp_addr_in_self((uintptr_t)raw[skip]))
-		skip++;
+	if (own_stack)
+		memo_put(u, frame, (uintptr_t)__builtin_return_address(0), raw, n);
+	int skip = own_frames((const uintptr_t *)raw, n);
 	int depth = n - skip < max ? n - skip : max;
 	for (int i = 0; i < depth; i++)
 		ips[i] = (uintptr_t)raw[skip + i];
 	return depth;
+}
+
+void wsp_stack_remember_id(struct wsp_thread *t, uint32_t id)
+{
+	struct wsp_unwind_memo *u = t->memo;
+	if (!u || !id)
+		return;
+	u->m[u->last].id = id;
+	u->m[u->last].generation = atomic_load(&generation);
 }
 
 static inline uint64_t mix(uint64_t h)

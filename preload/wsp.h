@@ -152,17 +152,21 @@ struct wsp_buf {
 	struct wsp_buf *next;
 	size_t len, cap;
 	uint64_t events;  /* event records in it, for the footer */
-	uint64_t first_seq; /* sequence number of its first event, UINT64_MAX if none */
 	uint8_t data[];
 };
 
 struct wsp_thread {
 	atomic_flag lock;          /* held while appending; taken by the writer to steal */
 	struct wsp_buf *buf;       /* current buffer, NULL when none */
+	/* A lower bound of the numbers of the events in buf, published before
+	 * any of them takes its number; UINT64_MAX when nothing is held back.
+	 * The writer reads it without the lock to place its watermark. */
+	_Atomic uint64_t floor;
 	uint32_t tid;
 	bool dead;                 /* the thread exited; the entry may be reused */
 	uint64_t prev_seq, prev_time, prev_addr; /* delta bases of the open segment */
 	struct wsp_stack_cache *cache;
+	struct wsp_unwind_memo *memo; /* the thread's last unwinds (stacks.c) */
 	struct wsp_thread *next;   /* registry link */
 };
 
@@ -239,8 +243,12 @@ void wsp_record_exec(const char *path);
 
 #define WSP_STACK_RECORD_MAX 32
 void wsp_stacks_init(void);
-/* Unwind the caller's stack, skipping wsprof's own frames. @return depth. */
-int wsp_stack_capture(uintptr_t *ips, int max);
+/* Unwind the caller's stack, skipping wsprof's own frames; *id: the stack's
+ * id when the thread's unwind memo knows it, else 0 (intern it, then
+ * wsp_stack_remember_id). @return depth. */
+int wsp_stack_capture(struct wsp_thread *t, uintptr_t *ips, int max, uint32_t *id);
+void wsp_stack_remember_id(struct wsp_thread *t, uint32_t id);
+void wsp_unwind_memo_free(struct wsp_unwind_memo *u);
 /* Intern a stack (innermost first) and append STACK records for new nodes
  * at *p. Call inside wsp_event_begin with room for depth * WSP_STACK_RECORD_MAX. */
 uint64_t wsp_stack_intern(struct wsp_thread *t, const uintptr_t *ips, int depth, uint8_t **p);

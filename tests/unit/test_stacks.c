@@ -335,15 +335,27 @@ Test(stacks, two_threads_interning_at_once_agree_on_every_node, .timeout = 20)
 
 /* ---- capture -------------------------------------------------------- */
 
+/* The thread whose unwind memo the captures use; NULL: none. */
+static struct wsp_thread *capture_thread;
+static uint32_t capture_id;
+
 /* Exported (see meson.build) so that dladdr can name them. */
 __attribute__((noinline)) int capture_inner(uintptr_t *ips, int max)
 {
-	int n = wsp_stack_capture(ips, max);
+	int n = wsp_stack_capture(capture_thread, ips, max, &capture_id);
 	__asm__ volatile("" : : "r"(n) : "memory"); /* no tail call: keep this frame */
 	return n;
 }
 
 __attribute__((noinline)) int capture_outer(uintptr_t *ips, int max)
+{
+	int n = capture_inner(ips, max);
+	__asm__ volatile("" : : "r"(n) : "memory");
+	return n;
+}
+
+/* The same depth as capture_outer, from another function. */
+__attribute__((noinline)) int capture_other(uintptr_t *ips, int max)
 {
 	int n = capture_inner(ips, max);
 	__asm__ volatile("" : : "r"(n) : "memory");
@@ -416,4 +428,33 @@ Test(stacks, captured_stack_interns_and_reads_back)
 	cr_expect_eq(intern(&t, ips[1], n[1], nodes, &nn), id, "and the same id");
 	cr_expect_eq(nn, 0);
 	wsp_stack_cache_free(t.cache);
+}
+
+/* The unwind memo gives what unwinding gives, for the same path only. */
+Test(stacks, the_unwind_memo_repeats_only_the_same_path)
+{
+	wsp_stacks_init();
+	struct wsp_thread t = { 0 };
+	capture_thread = &t;
+	uintptr_t ips[2][64], other[64];
+	int depth[2];
+	uint32_t ids[2];
+	/* One call site (a loop the compiler cannot unroll): the same path twice. */
+	for (volatile int round = 0; round < 2; round++) {
+		depth[round] = capture_outer(ips[round], 64);
+		ids[round] = capture_id;
+		if (round == 0)
+			wsp_stack_remember_id(&t, 42);
+	}
+	int n = depth[0], k;
+	cr_expect_eq(ids[0], 0, "nothing is known the first time");
+	cr_assert_eq(depth[1], n);
+	cr_expect_arr_eq(ips[1], ips[0], (size_t)n * sizeof ips[0][0], "the memo's frames are the unwind's");
+	cr_expect_eq(ids[1], 42, "the same path is known, with its id");
+	k = capture_other(other, 64);
+	cr_assert_eq(k, n, "the other path has the same depth");
+	cr_expect_str_eq(name_of(other[1]), "capture_other", "and its own caller, not the memo's");
+	cr_expect_eq(capture_id, 0, "another path is not taken for the memo's");
+	capture_thread = NULL;
+	wsp_unwind_memo_free(t.memo);
 }
