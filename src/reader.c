@@ -6,6 +6,13 @@
  * sequence number, every pending event below its watermark. Memory is the
  * pending window plus the stack and module tables.
  *
+ * The pending list is kept as runs, one per segment: a thread numbers its
+ * events in order, so each run is sorted already, and a release takes the
+ * prefix of each run below the watermark and sorts only what it took.
+ * Every event is moved and sorted once, however long it waits (a thread
+ * preempted while it held its buffer holds the watermark back for a
+ * whole flush interval, while the other threads' events pile up).
+ *
  * A damaged file never crashes the reader: every length is checked before
  * it is used, and reading stops at the first chunk that fails, keeping what
  * came before (the status says why).
@@ -19,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zstd.h>
 
 struct module {
@@ -51,6 +59,7 @@ struct segment {
 
 struct wsprof_trace {
 	FILE *f;
+	uint64_t bytes_read, file_size; /* for wsprof_trace_position; size 0: not a regular file */
 	wsprof_process proc;
 	char *exe, *cmdline, *tool_version, *access_note;
 
@@ -61,8 +70,11 @@ struct wsprof_trace {
 	struct segment seg;       /* delta state of its open segment */
 	bool in_chunk;
 
-	struct pending *pend;     /* events not yet released */
-	size_t npend, pendcap;
+	struct pending *pend;     /* events not yet released, in runs (holes between) */
+	size_t npend, pendcap;    /* slots used, holes included */
+	struct run { size_t next, end; } *runs; /* pend[next..end) of one segment, sorted */
+	size_t nruns, runcap, nlive; /* nlive: events in runs */
+	bool run_open;            /* the last run takes the next event */
 	struct pending *ready;    /* released, sorted, being handed out */
 	size_t nready, readycap, readypos;
 	struct pending current;   /* the event last handed out (owns its strings) */
@@ -198,12 +210,13 @@ static int tid_note(wsprof_trace *t, uint32_t tid)
 
 /* ---- header ---------------------------------------------------------- */
 
-static int read_exact(FILE *f, void *buf, size_t n)
+static int read_exact(wsprof_trace *t, void *buf, size_t n)
 {
-	size_t got = fread(buf, 1, n, f);
+	size_t got = fread(buf, 1, n, t->f);
+	t->bytes_read += got;
 	if (got == n)
 		return 0;
-	if (ferror(f))
+	if (ferror(t->f))
 		return -EIO;
 	return got == 0 ? 1 : WSPROF_E_TRUNCATED; /* 1: clean end of file */
 }
@@ -268,6 +281,7 @@ static int read_header(wsprof_trace *t)
 {
 	uint8_t fixed[WSP_HEADER_FIXED];
 	size_t got = fread(fixed, 1, sizeof fixed, t->f);
+	t->bytes_read += got;
 	if (got == 0)
 		return ferror(t->f) ? -EIO : WSPROF_E_EMPTY;
 	if (got < 16 || wsp_get_le32(fixed) != WSP_MAGIC_HEADER ||
@@ -286,7 +300,7 @@ static int read_header(wsprof_trace *t)
 	uint8_t *buf = malloc(rest ? rest : 1);
 	if (!buf)
 		return -ENOMEM;
-	int err = read_exact(t->f, buf, rest);
+	int err = read_exact(t, buf, rest);
 	if (err == 1)
 		err = WSPROF_E_TRUNCATED;
 	if (!err) {
@@ -309,6 +323,9 @@ int wsprof_trace_open(const char *path, wsprof_trace **out)
 		free(t);
 		return err;
 	}
+	struct stat st;
+	if (fstat(fileno(t->f), &st) == 0 && S_ISREG(st.st_mode))
+		t->file_size = (uint64_t)st.st_size;
 	t->dctx = ZSTD_createDCtx();
 	int err = t->dctx ? read_header(t) : -ENOMEM;
 	if (err) {
@@ -352,6 +369,14 @@ static struct pending *pending_push(wsprof_trace *t, struct segment *s, struct w
 {
 	if (wsp_grow(&t->pend, &t->pendcap, t->npend + 1, sizeof *t->pend))
 		return NULL;
+	if (!t->run_open || !t->nruns) {
+		if (wsp_grow(&t->runs, &t->runcap, t->nruns + 1, sizeof *t->runs))
+			return NULL;
+		t->runs[t->nruns++] = (struct run){ t->npend, t->npend };
+		t->run_open = true;
+	}
+	t->runs[t->nruns - 1].end++;
+	t->nlive++;
 	struct pending *p = &t->pend[t->npend++];
 	memset(p, 0, sizeof *p);
 	s->seq += wsp_get_field(r);
@@ -520,6 +545,8 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 	if (err) {
 		pending_release(p);
 		t->npend--;
+		t->runs[t->nruns - 1].end--;
+		t->nlive--;
 		return err;
 	}
 	if (type <= WSP_REC_UNMAP)
@@ -531,19 +558,38 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 	return 0;
 }
 
-static int cmp_seq(const void *a, const void *b)
+/* Drop emptied runs and, once holes are most of the list, close them up:
+ * each event is moved at most a constant number of times on average. */
+static void pending_compact(wsprof_trace *t)
 {
-	uint64_t x = ((const struct pending *)a)->ev.seq, y = ((const struct pending *)b)->ev.seq;
-	return x < y ? -1 : x > y;
+	size_t kept = 0;
+	for (size_t i = 0; i < t->nruns; i++)
+		if (t->runs[i].next < t->runs[i].end || (i == t->nruns - 1 && t->run_open))
+			t->runs[kept++] = t->runs[i];
+	t->nruns = kept;
+	if (t->nlive * 2 >= t->npend)
+		return;
+	size_t to = 0;
+	for (size_t i = 0; i < t->nruns; i++) {
+		size_t n = t->runs[i].end - t->runs[i].next;
+		memmove(t->pend + to, t->pend + t->runs[i].next, n * sizeof *t->pend);
+		t->runs[i] = (struct run){ to, to + n };
+		to += n;
+	}
+	t->npend = to;
 }
 
 /* Move every pending event with seq < watermark to the ready list, sorted. */
 static int release(wsprof_trace *t, uint64_t watermark)
 {
-	qsort(t->pend, t->npend, sizeof *t->pend, cmp_seq);
 	size_t n = 0;
-	while (n < t->npend && t->pend[n].ev.seq < watermark)
-		n++;
+	for (size_t i = 0; i < t->nruns; i++) {
+		struct run *r = &t->runs[i];
+		size_t j = r->next;
+		while (j < r->end && t->pend[j].ev.seq < watermark)
+			j++;
+		n += j - r->next;
+	}
 	if (!n)
 		return 0;
 	/* Compact what was already handed out before appending. */
@@ -554,10 +600,56 @@ static int release(wsprof_trace *t, uint64_t watermark)
 	}
 	if (wsp_grow(&t->ready, &t->readycap, t->nready + n, sizeof *t->ready))
 		return -ENOMEM;
-	memcpy(t->ready + t->nready, t->pend, n * sizeof *t->pend);
-	t->nready += n;
-	memmove(t->pend, t->pend + n, (t->npend - n) * sizeof *t->pend);
-	t->npend -= n;
+	/* A k-way merge of the runs' prefixes: a heap of runs by the number
+	 * of their next event, each event copied once. */
+	size_t *heap = malloc(t->nruns * sizeof *heap), *stop = malloc(t->nruns * sizeof *stop), nh = 0;
+	if (!heap || !stop) {
+		free(heap);
+		free(stop);
+		return -ENOMEM;
+	}
+#define HEAD(k) (t->pend[t->runs[heap[k]].next].ev.seq)
+	for (size_t i = 0; i < t->nruns; i++) {
+		struct run *r = &t->runs[i];
+		size_t j = r->next;
+		while (j < r->end && t->pend[j].ev.seq < watermark)
+			j++;
+		stop[i] = j;
+		if (j == r->next)
+			continue;
+		size_t k = nh++; /* sift up */
+		heap[k] = i;
+		while (k && HEAD((k - 1) / 2) > HEAD(k)) {
+			size_t up = (k - 1) / 2, tmp = heap[up];
+			heap[up] = heap[k];
+			heap[k] = tmp;
+			k = up;
+		}
+	}
+	while (nh) {
+		struct run *r = &t->runs[heap[0]];
+		t->ready[t->nready++] = t->pend[r->next++];
+		if (r->next == stop[heap[0]])
+			heap[0] = heap[--nh];
+		for (size_t k = 0;;) { /* sift down */
+			size_t a = 2 * k + 1, b = a + 1, m = k;
+			if (a < nh && HEAD(a) < HEAD(m))
+				m = a;
+			if (b < nh && HEAD(b) < HEAD(m))
+				m = b;
+			if (m == k)
+				break;
+			size_t tmp = heap[m];
+			heap[m] = heap[k];
+			heap[k] = tmp;
+			k = m;
+		}
+	}
+#undef HEAD
+	free(heap);
+	free(stop);
+	t->nlive -= n;
+	pending_compact(t);
 	return 0;
 }
 
@@ -576,6 +668,7 @@ static int decode_some(wsprof_trace *t)
 		int err = 0;
 		switch (type) {
 		case WSP_REC_SEGMENT:
+			t->run_open = false; /* its events are a run of their own */
 			seg->tid = (uint32_t)wsp_get_field(&r);
 			seg->seq = wsp_get_field(&r);
 			seg->time = wsp_get_field(&r);
@@ -628,7 +721,7 @@ static int read_footer(wsprof_trace *t, uint32_t size, const uint8_t *first)
 	size_t have = size < 16 ? size : 16;
 	memcpy(buf, first, have);
 	if (size > have) {
-		int err = read_exact(t->f, buf + have, size - have);
+		int err = read_exact(t, buf + have, size - have);
 		if (err)
 			return err == 1 ? WSPROF_E_TRUNCATED : err;
 	}
@@ -650,7 +743,7 @@ static int read_footer(wsprof_trace *t, uint32_t size, const uint8_t *first)
 static int read_chunk(wsprof_trace *t)
 {
 	uint8_t h[WSP_CHUNK_HEADER];
-	int err = read_exact(t->f, h, 8);
+	int err = read_exact(t, h, 8);
 	if (err == 1)
 		return 0;
 	if (err)
@@ -658,7 +751,7 @@ static int read_chunk(wsprof_trace *t)
 	uint32_t magic = wsp_get_le32(h), size = wsp_get_le32(h + 4);
 	if (magic == WSP_MAGIC_FOOTER) {
 		size_t first = size < 16 ? size : 16;
-		err = read_exact(t->f, h + 8, first);
+		err = read_exact(t, h + 8, first);
 		if (err)
 			return err == 1 ? WSPROF_E_TRUNCATED : err;
 		err = read_footer(t, size, h + 8);
@@ -666,7 +759,7 @@ static int read_chunk(wsprof_trace *t)
 	}
 	if (magic != WSP_MAGIC_CHUNK || size != WSP_CHUNK_HEADER - 8)
 		return WSPROF_E_CORRUPT;
-	err = read_exact(t->f, h + 8, WSP_CHUNK_HEADER - 8);
+	err = read_exact(t, h + 8, WSP_CHUNK_HEADER - 8);
 	if (err)
 		return err == 1 ? WSPROF_E_TRUNCATED : err;
 	uint32_t index = wsp_get_le32(h + 8), rawsize = wsp_get_le32(h + 12),
@@ -676,7 +769,7 @@ static int read_chunk(wsprof_trace *t)
 		return WSPROF_E_CORRUPT;
 	if (wsp_grow(&t->zbuf, &t->zcap, zsize, 1) || wsp_grow(&t->raw, &t->rawcap, rawsize + 1, 1))
 		return -ENOMEM;
-	err = read_exact(t->f, t->zbuf, zsize);
+	err = read_exact(t, t->zbuf, zsize);
 	if (err)
 		return err == 1 ? WSPROF_E_TRUNCATED : err;
 	size_t n = ZSTD_decompressDCtx(t->dctx, t->raw, rawsize, t->zbuf, zsize);
@@ -719,7 +812,7 @@ int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
 	pending_release(&t->current);
 	while (t->readypos == t->nready) {
 		if (t->eof) {
-			if (!t->npend)
+			if (!t->nlive)
 				return 0;
 			int err = release(t, UINT64_MAX);
 			if (err)
@@ -785,6 +878,12 @@ void wsprof_trace_get_status(const wsprof_trace *t, wsprof_trace_status *st)
 		st->error = WSPROF_E_CORRUPT; /* the footer disagrees with what was read */
 }
 
+void wsprof_trace_position(const wsprof_trace *t, uint64_t *bytes_read, uint64_t *file_size)
+{
+	*bytes_read = t->bytes_read;
+	*file_size = t->file_size;
+}
+
 size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint64_t *ips, size_t max)
 {
 	size_t depth = 0;
@@ -848,8 +947,10 @@ void wsprof_trace_close(wsprof_trace *t)
 	if (!t)
 		return;
 	pending_release(&t->current);
-	for (size_t i = 0; i < t->npend; i++)
-		pending_release(&t->pend[i]);
+	for (size_t i = 0; i < t->nruns; i++)
+		for (size_t j = t->runs[i].next; j < t->runs[i].end; j++)
+			pending_release(&t->pend[j]);
+	free(t->runs);
 	for (size_t i = t->readypos; i < t->nready; i++)
 		pending_release(&t->ready[i]);
 	for (size_t i = 0; i < t->nmods; i++)

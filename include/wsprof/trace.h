@@ -205,6 +205,13 @@ WSPROF_API int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev);
 WSPROF_API const wsprof_process *wsprof_trace_process(const wsprof_trace *t);
 WSPROF_API void wsprof_trace_get_status(const wsprof_trace *t, wsprof_trace_status *st);
 
+/* How far reading has got, for a progress display: *bytes_read is the
+ * bytes of the file consumed so far (the header after open, everything
+ * at the end), *file_size its size when opened, or 0 when it is not a
+ * regular file (a pipe). A file still being written may be read past
+ * that size. */
+WSPROF_API void wsprof_trace_position(const wsprof_trace *t, uint64_t *bytes_read, uint64_t *file_size);
+
 /* Frames of a stack, innermost first.
  * @return the stack's depth (may exceed max; only max frames are stored),
  * or 0 for stack 0 or an unknown id. */
