@@ -62,11 +62,13 @@ void wsp_print_heading(const struct wsp_loaded *l, const char *what);
 
 
 int wsp_cmd_record(int argc, char **argv);
+int wsp_cmd_export(int argc, char **argv);
 int wsp_cmd_summary(int argc, char **argv);
 int wsp_cmd_callsites(int argc, char **argv);
 int wsp_cmd_leaks(int argc, char **argv);
 int wsp_cmd_flame(int argc, char **argv);
 int wsp_cmd_state(int argc, char **argv);
 int wsp_cmd_wss(int argc, char **argv);
+int wsp_cmd_heatmap(int argc, char **argv);
 
 #endif

@@ -1,7 +1,10 @@
 /*
  * flame.h - flame graphs of allocation stacks: stacks of frame labels with
  * a value each (bytes or a count) merged into one tree, written as folded
- * text (flamegraph.pl, speedscope) or as a self-contained SVG.
+ * text (flamegraph.pl, speedscope) or as a self-contained SVG, or drawn on
+ * a page of a document (plot.h: PDF, PNG) with the same boxes and colours.
+ * wsp_flame_draw, last, builds the tree of a loaded trace's call stacks
+ * and draws it: the flame page of the reports.
  *
  * Guarantees: stacks sharing outer frames share their boxes, each box's
  * value is the sum of the stacks through it; output depends only on what
@@ -16,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include <cairo.h>
 
 /* A tree of frames with summed values. */
 struct wsp_flame;
@@ -58,5 +63,35 @@ struct wsp_flame_svg_options {
  * than 0.1 px are left out (their value still counts in their parents).
  * opt may be NULL. @return 0 or -errno. */
 int wsp_flame_write_svg(const struct wsp_flame *f, const struct wsp_flame_svg_options *opt, FILE *out);
+
+/* The same graph on the page just started on cr (wsp_doc_page): opt's
+ * title and subtitle as the page's heading (its width is the SVG's only),
+ * then the boxes across the page's width, root at the bottom, in the
+ * SVG's colours, names cut to fit (wsp_text_fit) in rows high enough to
+ * hold them; boxes narrower than 0.1 pt are left out. Rows shrink to fit
+ * the page down to 2.5 pt; stacks deeper than that are cut, and a line
+ * says so. A page has no tooltips: the room left below the graph lists
+ * the boxes whose names did not fit, widest first, with their values in
+ * opt's unit. opt may be NULL. @return 0 or -ENOMEM. */
+int wsp_flame_draw_page(const struct wsp_flame *f, const struct wsp_flame_svg_options *opt, cairo_t *cr);
+
+/* ---- The flame graph of a trace ------------------------------------- */
+
+/* What a box's width shows, from the model's per-stack figures. */
+enum wsp_flame_metric {
+	WSP_FLAME_PEAK,        /* bytes live when the kind peaked */
+	WSP_FLAME_LEAKED,      /* bytes still live at the end */
+	WSP_FLAME_ALLOCATIONS, /* allocations made */
+	WSP_FLAME_BYTES,       /* bytes allocated in all */
+};
+
+struct wsp_doc;
+struct wsp_loaded;
+
+/* A page of doc with the flame graph of one kind's call stacks, from a
+ * trace loaded with per_stack and symbols (analyzer.h): titled with the
+ * kind and the metric, the program and trace below.
+ * @return 0, or -1 after a one-line error (out of memory). */
+int wsp_flame_draw(struct wsp_doc *doc, const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric);
 
 #endif

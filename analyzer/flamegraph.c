@@ -1,10 +1,14 @@
 /*
  * flamegraph.c - `wsprof report flame`: the call stacks of one kind as a
- * flame graph (self-contained SVG) or as folded stacks for flamegraph.pl
- * and speedscope, weighted by a metric of the model's per-stack figures.
+ * flame graph (a self-contained SVG with tooltips, or a PDF or PNG page)
+ * or as folded stacks for flamegraph.pl and speedscope, weighted by a
+ * metric of the model's per-stack figures. wsp_flame_draw gives the whole
+ * report the same page.
  */
 #include "analyzer.h"
 #include "flame.h"
+#include "plot.h"
+#include "views.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum metric { BY_PEAK, BY_LEAKED, BY_ALLOCATIONS, BY_BYTES };
 static const char *const metric_names[] = { "peak", "leaked", "allocations", "bytes" };
 static const char *const metric_words[] = {
 	"bytes live when the kind peaked", "bytes still live at the end", "allocations made",
@@ -20,9 +23,9 @@ static const char *const metric_words[] = {
 };
 
 struct build {
-	struct wsp_loaded *l;
+	const struct wsp_loaded *l;
 	struct wsp_flame *flame;
-	enum metric metric;
+	enum wsp_flame_metric metric;
 	unsigned kind;
 	const char **labels;   /* outermost first, for wsp_flame_add */
 	char *text;            /* the labels' characters */
@@ -30,13 +33,13 @@ struct build {
 	int err;
 };
 
-static uint64_t value_of(const struct wsp_site_stats *s, enum metric m)
+static uint64_t value_of(const struct wsp_site_stats *s, enum wsp_flame_metric m)
 {
 	switch (m) {
-	case BY_PEAK: return s->peak_bytes;
-	case BY_LEAKED: return s->leaked_bytes;
-	case BY_ALLOCATIONS: return s->allocations;
-	case BY_BYTES: return s->bytes;
+	case WSP_FLAME_PEAK: return s->peak_bytes;
+	case WSP_FLAME_LEAKED: return s->leaked_bytes;
+	case WSP_FLAME_ALLOCATIONS: return s->allocations;
+	case WSP_FLAME_BYTES: return s->bytes;
 	}
 	return 0;
 }
@@ -97,6 +100,60 @@ static void add_stack(const struct wsp_site_stats *s, void *arg)
 	b->err = wsp_flame_add(b->flame, b->labels, n, v);
 }
 
+/* The tree of one kind's stacks. @return 0 or -ENOMEM (*out NULL). */
+static int flame_of(const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric, struct wsp_flame **out)
+{
+	struct build b = { .l = l, .flame = wsp_flame_new(), .metric = metric, .kind = kind };
+	if (!b.flame)
+		b.err = -ENOMEM;
+	else
+		wsp_model_each_site(l->model, add_stack, &b);
+	free(b.labels);
+	free(b.text);
+	if (b.err) {
+		wsp_flame_free(b.flame);
+		b.flame = NULL;
+	}
+	*out = b.flame;
+	return b.err;
+}
+
+/* "3.10 KiB" or "12,345": the sum of the metric. */
+static const char *total_text(char *buf, size_t cap, const struct wsp_flame *f, enum wsp_flame_metric metric)
+{
+	if (metric == WSP_FLAME_ALLOCATIONS)
+		return wsp_group_digits(buf, cap, wsp_flame_total(f));
+	return wsp_human_bytes(buf, cap, wsp_flame_total(f));
+}
+
+int wsp_flame_draw(struct wsp_doc *doc, const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric)
+{
+	struct wsp_flame *f;
+	int err = flame_of(l, kind, metric, &f);
+	if (!err) {
+		char title[256], subtitle[1024], total[32];
+		snprintf(title, sizeof title, "%s by call stack: %s (%s in all)", wsprof_kind_name(kind),
+			 metric_words[metric], total_text(total, sizeof total, f, metric));
+		wsp_view_subtitle(l, subtitle, sizeof subtitle);
+		struct wsp_flame_svg_options opt = { .title = title, .subtitle = subtitle,
+						     .unit = metric == WSP_FLAME_ALLOCATIONS ? "allocations" : "bytes" };
+		err = wsp_flame_draw_page(f, &opt, wsp_doc_page(doc));
+		wsp_flame_free(f);
+	}
+	if (err) {
+		fprintf(stderr, "wsprof: flame graph: %s\n", strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
+/* A PDF or PNG is drawn with cairo; anything else is the SVG with tooltips. */
+static bool page_output(const char *path)
+{
+	const char *dot = strrchr(path, '.');
+	return dot && (!strcasecmp(dot, ".pdf") || !strcasecmp(dot, ".png"));
+}
+
 static void usage(FILE *out)
 {
 	fputs("usage: wsprof report flame [--metric peak|leaked|allocations|bytes] [--format svg|folded]\n"
@@ -105,7 +162,8 @@ static void usage(FILE *out)
 	      "  --format F     svg (default): a self-contained flame graph; folded: the stack text\n"
 	      "                 that flamegraph.pl and speedscope read\n"
 	      "  --kind KIND    heap (default) or mmap\n"
-	      "  -o FILE        where to write (- for stdout); an SVG needs it\n", out);
+	      "  -o FILE        where to write (- for stdout); an SVG needs it; FILE.pdf or FILE.png\n"
+	      "                 draws the graph as a PDF or PNG page instead\n", out);
 }
 
 int wsp_cmd_flame(int argc, char **argv)
@@ -118,7 +176,7 @@ int wsp_cmd_flame(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	enum metric metric = BY_PEAK;
+	enum wsp_flame_metric metric = WSP_FLAME_PEAK;
 	bool folded = false;
 	unsigned kind = WSPROF_KIND_HEAP;
 	const char *output = NULL;
@@ -134,7 +192,7 @@ int wsp_cmd_flame(int argc, char **argv)
 				fprintf(stderr, "wsprof: --metric takes peak, leaked, allocations or bytes\n");
 				return 2;
 			}
-			metric = (enum metric)i;
+			metric = (enum wsp_flame_metric)i;
 			break;
 		}
 		case 'f':
@@ -164,33 +222,35 @@ int wsp_cmd_flame(int argc, char **argv)
 	struct wsp_loaded l;
 	if (wsp_load(trace, &mo, true, &l))
 		return 1;
-	struct build b = { .l = &l, .flame = wsp_flame_new(), .metric = metric, .kind = kind };
-	if (!b.flame)
-		b.err = -ENOMEM;
-	wsp_model_each_site(l.model, add_stack, &b);
 	int rc = 0;
+	if (!folded && page_output(output)) {
+		struct wsp_doc *doc = wsp_doc_open(output, false);
+		rc = !doc || wsp_flame_draw(doc, &l, kind, metric) || wsp_doc_close(doc);
+		if (!rc)
+			fprintf(stderr, "wsprof: wrote %s\n", output);
+		wsp_doc_free(doc);
+		wsp_loaded_free(&l);
+		return rc;
+	}
+	struct wsp_flame *flame;
+	int err = flame_of(&l, kind, metric, &flame);
 	FILE *out = stdout;
-	if (!b.err && output && strcmp(output, "-") && !(out = fopen(output, "we"))) {
+	if (!err && output && strcmp(output, "-") && !(out = fopen(output, "we"))) {
 		fprintf(stderr, "wsprof: cannot write %s: %s\n", output, strerror(errno));
 		rc = 1;
-	} else if (b.err) {
-		fprintf(stderr, "wsprof: %s\n", strerror(-b.err));
+	} else if (err) {
+		fprintf(stderr, "wsprof: %s\n", strerror(-err));
 		rc = 1;
 	} else {
 		const wsprof_process *p = wsprof_trace_process(l.trace);
 		char title[1024], subtitle[256], total[32];
 		snprintf(title, sizeof title, "%s by call stack: %s (%s)", wsprof_kind_name(kind),
 			 p->cmdline[0] ? p->cmdline : p->exe, l.path);
-		uint64_t sum = wsp_flame_total(b.flame);
-		if (metric == BY_ALLOCATIONS)
-			wsp_group_digits(total, sizeof total, sum);
-		else
-			wsp_human_bytes(total, sizeof total, sum);
-		snprintf(subtitle, sizeof subtitle, "width: %s (%s in all)%s", metric_words[metric], total,
-			 l.status.complete ? "" : "; the trace is incomplete");
+		snprintf(subtitle, sizeof subtitle, "width: %s (%s in all)%s", metric_words[metric],
+			 total_text(total, sizeof total, flame, metric), l.status.complete ? "" : "; the trace is incomplete");
 		struct wsp_flame_svg_options so = { .title = title, .subtitle = subtitle,
-						    .unit = metric == BY_ALLOCATIONS ? "allocations" : "bytes" };
-		int err = folded ? wsp_flame_write_folded(b.flame, out) : wsp_flame_write_svg(b.flame, &so, out);
+						    .unit = metric == WSP_FLAME_ALLOCATIONS ? "allocations" : "bytes" };
+		err = folded ? wsp_flame_write_folded(flame, out) : wsp_flame_write_svg(flame, &so, out);
 		if (out != stdout && fclose(out) != 0 && !err)
 			err = -errno;
 		if (err) {
@@ -200,9 +260,7 @@ int wsp_cmd_flame(int argc, char **argv)
 			fprintf(stderr, "wsprof: wrote %s\n", output);
 		}
 	}
-	free(b.labels);
-	free(b.text);
-	wsp_flame_free(b.flame);
+	wsp_flame_free(flame);
 	wsp_loaded_free(&l);
 	return rc;
 }

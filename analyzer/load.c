@@ -1,13 +1,20 @@
 /*
  * load.c - read a trace into a model, with the analyzer's error policy:
  * nothing readable -> one-line error and exit status 1; partly readable ->
- * a warning and the report of what was read.
+ * a warning and the report of what was read. A trace that takes more than
+ * a second to read shows a progress bar on stderr, if stderr is a
+ * terminal (progress.h).
  */
 #include "analyzer.h"
+#include "progress.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Events between two looks at the clock: reading stays as fast as it was,
+ * and even a slow reader looks several times a second. */
+#define PROGRESS_EVERY 1024
 
 int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols, struct wsp_loaded *out)
 {
@@ -32,8 +39,21 @@ int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool s
 		wsp_loaded_free(out);
 		return 1;
 	}
+	unsigned columns;
+	FILE *tty = wsp_progress_tty(&columns);
+	const char *name = strrchr(path, '/');
+	char label[256];
+	snprintf(label, sizeof label, "reading %s", name ? name + 1 : path);
+	struct wsp_progress bar;
+	wsp_progress_start(&bar, tty, columns, label, tty ? wsp_progress_now() : 0);
 	wsprof_event ev;
+	uint64_t n = 0;
 	while ((err = wsprof_trace_next(out->trace, &ev)) > 0) {
+		if (tty && ++n % PROGRESS_EVERY == 0) {
+			uint64_t done, total;
+			wsprof_trace_position(out->trace, &done, &total);
+			wsp_progress_update(&bar, wsp_progress_now(), done, total);
+		}
 		if (ev.time_ns > stop_time_ns)
 			break;
 		err = wsp_model_apply(out->model, out->trace, &ev);
@@ -43,6 +63,7 @@ int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool s
 		if (err < 0 || ev.seq == stop_seq)
 			break;
 	}
+	wsp_progress_end(&bar);
 	if (err >= 0)
 		err = wsp_model_finish(out->model);
 	if (err < 0) {

@@ -20,9 +20,10 @@ static const struct command reports[] = {
 	{ "summary", wsp_cmd_summary, "program, duration, allocations, peaks and leaks per kind" },
 	{ "callsites", wsp_cmd_callsites, "allocation sites by peak, allocations, bytes, leaks or temporaries" },
 	{ "leaks", wsp_cmd_leaks, "blocks live at the end, grouped by call stack" },
-	{ "flame", wsp_cmd_flame, "a flame graph (SVG) or folded stacks of the allocations" },
+	{ "flame", wsp_cmd_flame, "a flame graph (SVG, PDF, PNG) or folded stacks of the allocations" },
 	{ "state", wsp_cmd_state, "every live block at a moment, and what could be given back" },
 	{ "wss", wsp_cmd_wss, "the working set: memory accessed per window, its distribution" },
+	{ "heatmap", wsp_cmd_heatmap, "memory over time by address, call site or name: access rate or live bytes" },
 	{ "timeline", wsp_cmd_timeline, "memory over time: allocated, in use, working set, RSS, device free" },
 };
 
@@ -31,6 +32,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: wsprof record [OPTIONS] [--] PROGRAM [ARGS...]\n"
 		     "       wsprof report TRACE -o report.pdf|.svg|.png   (everything, in one document)\n"
 		     "       wsprof report REPORT [OPTIONS] TRACE\n"
+		     "       wsprof export --perfetto -o trace.json TRACE   (for ui.perfetto.dev, chrome://tracing)\n"
 		     "       wsprof --version\n\nreports:\n");
 	for (size_t i = 0; i < sizeof reports / sizeof *reports; i++)
 		fprintf(out, "  %-10s %s\n", reports[i].name, reports[i].help);
@@ -53,6 +55,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return wsp_cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "export"))
+		return wsp_cmd_export(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report") && argc >= 3) {
 		for (size_t i = 0; i < sizeof reports / sizeof *reports; i++)
 			if (!strcmp(argv[2], reports[i].name))

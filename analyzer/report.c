@@ -15,7 +15,9 @@
  */
 #include "views.h"
 
-/* HELPERS_PENDING #include "flame.h" "heatmap.h" "statemap.h" */
+#include "flame.h"
+#include "heatmap.h"
+#include "statemap.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -190,6 +192,25 @@ static void draw_sites(struct wsp_doc *doc, struct wsp_loaded *l, unsigned kind)
 	free(rows);
 }
 
+/* Memory state at the peak and at the first failed allocations. */
+static int draw_states(struct wsp_doc *doc, const struct wsp_loaded *l, const char *trace)
+{
+	if (wsp_statemap_draw(doc, trace, "peak", -1))
+		return 1;
+	const struct wsp_failure *f;
+	size_t nf = wsp_model_failures(l->model, &f);
+	for (size_t i = 0; i < nf && i + 1 < STATE_PAGES_MAX; i++) {
+		char at[32];
+		if (i == 0)
+			snprintf(at, sizeof at, "oom");
+		else
+			snprintf(at, sizeof at, "%.9f", (double)f[i].time_ns / 1e9);
+		if (wsp_statemap_draw(doc, trace, at, (int)f[i].kind))
+			return 1;
+	}
+	return 0;
+}
+
 /* The kind the report looks at closest: the biggest at its peak. */
 static unsigned main_kind(const struct wsp_loaded *l)
 {
@@ -250,11 +271,14 @@ int wsp_cmd_report(int argc, char **argv)
 	draw_summary(doc, &l);
 	wsp_timeline_draw(doc, &l, -1);
 	wsp_wss_draw(doc, &l, -1);
-	/* HELPERS_PENDING heatmaps */
-	/* HELPERS_PENDING states */
+	struct wsp_heatmap_options heat = { .views = 1u << WSP_HEAT_BY_ADDRESS | 1u << WSP_HEAT_BY_CALLSITE |
+						     1u << WSP_HEAT_BY_NAME,
+					    .kind = -1 };
+	int status = wsp_heatmap_draw(doc, trace, &heat) < 0;
+	status |= draw_states(doc, &l, trace);
 	draw_sites(doc, &l, kind);
-	/* HELPERS_PENDING flame */
-	int status = wsp_doc_close(doc) ? 1 : 0;
+	wsp_flame_draw(doc, &l, kind, WSP_FLAME_PEAK);
+	status = wsp_doc_close(doc) || status ? 1 : 0;
 	for (size_t i = 0; !status && i < wsp_doc_files(doc); i++)
 		fprintf(stderr, "wsprof: wrote %s\n", wsp_doc_file(doc, i));
 	wsp_doc_free(doc);

@@ -3,62 +3,61 @@
  * (the peak, the end, the first failed allocation, a time, a snapshot
  * label), block by block, with what the program said about each block -
  * and which blocks could be given back, least recently used first, with
- * the running total evicting them would free.
+ * the running total evicting them would free; per memory, the holes
+ * between its blocks, and at a failed allocation the request against the
+ * largest hole. With -o, the same drawn as a map of addresses (statemap.c).
  *
  * Two passes over the trace: the first finds the moment, the second
- * replays the events up to it.
+ * replays the events up to it; a third reads what the model does not keep
+ * (the device of each CUDA block, the call that failed), when it matters.
  */
-#include "analyzer.h"
+#include "state.h"
 #include "json.h"
+#include "statemap.h"
 
 #include "grow.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct row {
-	const struct wsp_block *b;
-	const struct wsp_ann_state *ann;
-};
-
-struct rows {
-	struct row *v;
-	size_t n, cap;
-	const struct wsp_model *m;
-	int kind;      /* -1: every kind */
-	int err;
-};
 
 static bool is_memory_kind(unsigned k)
 {
 	return k != WSPROF_KIND_CUDA_VMM_MAPPED && k != WSPROF_KIND_CUDA_VMM_RESERVED;
 }
 
+struct collector {
+	struct wsp_state *st;
+	size_t cap;
+	int err;
+};
+
 static void collect(const struct wsp_block *b, void *arg)
 {
-	struct rows *r = arg;
-	if (r->err || b->excluded || !is_memory_kind(b->kind) || (r->kind >= 0 && b->kind != (unsigned)r->kind))
+	struct collector *c = arg;
+	struct wsp_state *st = c->st;
+	if (c->err || b->excluded || !is_memory_kind(b->kind))
 		return;
-	if (wsp_grow(&r->v, &r->cap, r->n + 1, sizeof *r->v)) {
-		r->err = -ENOMEM;
+	if (wsp_grow(&st->v, &c->cap, st->n + 1, sizeof *st->v)) {
+		c->err = -ENOMEM;
 		return;
 	}
-	r->v[r->n++] = (struct row){ b, wsp_model_ann(r->m, b) };
+	st->v[st->n++] = (struct wsp_state_block){ b, wsp_model_ann(st->l.model, b), -1 };
 }
 
 static int by_kind_then_address(const void *a, const void *b)
 {
-	const struct wsp_block *x = ((const struct row *)a)->b, *y = ((const struct row *)b)->b;
+	const struct wsp_block *x = ((const struct wsp_state_block *)a)->b, *y = ((const struct wsp_state_block *)b)->b;
 	if (x->kind != y->kind)
 		return x->kind < y->kind ? -1 : 1;
 	uint64_t p = wsp_block_addr(x), q = wsp_block_addr(y);
 	return p < q ? -1 : p > q;
 }
 
-static uint64_t last_use(const struct row *r)
+static uint64_t last_use(const struct wsp_state_block *r)
 {
 	return r->ann ? r->ann->last_use_ns : r->b->time_ns;
 }
@@ -78,13 +77,18 @@ static const char *validity_word(const struct wsp_ann_state *a)
 	return a->validity == WSP_VALIDITY_VALID ? "valid" : "invalid";
 }
 
+/* The rows printed: every kind, or --kind. */
+static bool shown(const struct wsp_state *st, const struct wsp_state_block *r)
+{
+	return st->kind < 0 || r->b->kind == (unsigned)st->kind;
+}
+
 /* ---- the moment ---------------------------------------------------------- */
 
-struct moment {
-	const char *what;      /* for the heading: "the heap peak", "0.500 s", ... */
-	char text[256];
-	uint64_t seq, time_ns; /* stop after seq, or at time (UINT64_MAX: none) */
-	int kind;              /* the kind the moment is about, -1: all */
+/* Where the replay stops: after seq, or before the first event later than
+ * time (UINT64_MAX: no stop). */
+struct stop {
+	uint64_t seq, time_ns;
 };
 
 /* The kind with the largest peak: the memory that matters most here. */
@@ -98,18 +102,21 @@ static unsigned biggest_kind(const struct wsp_model *m)
 }
 
 /* @return 0, or an exit status after saying why there is no such moment. */
-static int find_moment(const struct wsp_loaded *l, const char *at, int kind, struct moment *mo)
+static int find_moment(const struct wsp_loaded *l, const char *at, struct wsp_state *st, struct stop *stop)
 {
-	*mo = (struct moment){ .what = mo->text, .seq = UINT64_MAX, .time_ns = UINT64_MAX, .kind = kind };
+	*stop = (struct stop){ UINT64_MAX, UINT64_MAX };
 	const struct wsp_model *m = l->model;
+	int kind = st->kind;
 	if (!strcmp(at, "end")) {
-		snprintf(mo->text, sizeof mo->text, "the end");
+		st->time_ns = wsp_model_last_time(m);
+		snprintf(st->what, sizeof st->what, "the end");
 	} else if (!strcmp(at, "peak")) {
 		unsigned k = kind >= 0 ? (unsigned)kind : biggest_kind(m);
 		const struct wsp_kind_stats *s = wsp_model_kind(m, k);
-		mo->seq = s->peak_seq;
-		mo->kind = kind;
-		snprintf(mo->text, sizeof mo->text, "the %s peak (%.3f s)", wsprof_kind_name(k), (double)s->peak_time_ns / 1e9);
+		stop->seq = s->peak_seq;
+		st->time_ns = s->peak_time_ns;
+		st->moment_kind = (int)k;
+		snprintf(st->what, sizeof st->what, "the %s peak (%.3f s)", wsprof_kind_name(k), (double)s->peak_time_ns / 1e9);
 	} else if (!strcmp(at, "oom")) {
 		int which = -1;
 		for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
@@ -119,28 +126,40 @@ static int find_moment(const struct wsp_loaded *l, const char *at, int kind, str
 				which = (int)k;
 		}
 		if (which < 0) {
-			fprintf(stderr, "wsprof: %s has no failed %s allocation: use --at peak, end, SECONDS or a snapshot label\n",
-				l->path, kind >= 0 ? wsprof_kind_name((unsigned)kind) : "");
+			fprintf(stderr, "wsprof: %s has no failed %s%sallocation: use --at peak, end, SECONDS or a snapshot label\n",
+				l->path, kind >= 0 ? wsprof_kind_name((unsigned)kind) : "", kind >= 0 ? " " : "");
 			return 1;
 		}
 		const struct wsp_kind_stats *s = wsp_model_kind(m, (unsigned)which);
-		mo->seq = s->first_fail_seq;
-		snprintf(mo->text, sizeof mo->text, "the first failed %s allocation (%.3f s)", wsprof_kind_name((unsigned)which),
+		stop->seq = s->first_fail_seq;
+		st->time_ns = s->first_fail_time_ns;
+		st->moment_kind = which;
+		st->failed = true;
+		/* The call and the device come from the event itself (read_details). */
+		st->failure = (struct wsp_state_failure){ .time_ns = s->first_fail_time_ns, .kind = (unsigned)which,
+							  .op = WSPROF_OP_COUNT, .device = -1 };
+		const struct wsp_failure *f;
+		size_t nf = wsp_model_failures(m, &f);
+		for (size_t i = 0; i < nf; i++)
+			if (f[i].seq == s->first_fail_seq)
+				st->failure.size = f[i].size;
+		snprintf(st->what, sizeof st->what, "the first failed %s allocation (%.3f s)", wsprof_kind_name((unsigned)which),
 			 (double)s->first_fail_time_ns / 1e9);
 	} else {
 		char *end;
 		double seconds = strtod(at, &end);
-		if (end != at && !*end && seconds >= 0) {
-			mo->time_ns = (uint64_t)(seconds * 1e9);
-			snprintf(mo->text, sizeof mo->text, "%.3f s", seconds);
+		if (end != at && !*end && seconds >= 0 && seconds < 1e9) {
+			stop->time_ns = st->time_ns = (uint64_t)(seconds * 1e9);
+			snprintf(st->what, sizeof st->what, "%.3f s", seconds);
 			return 0;
 		}
 		const struct wsp_snapshot *snaps;
 		size_t n = wsp_model_snapshots(m, &snaps);
 		for (size_t i = 0; i < n; i++) {
 			if (!strcmp(snaps[i].label, at)) {
-				mo->seq = snaps[i].seq;
-				snprintf(mo->text, sizeof mo->text, "snapshot \"%s\" (%.3f s)", at, (double)snaps[i].time_ns / 1e9);
+				stop->seq = snaps[i].seq;
+				st->time_ns = snaps[i].time_ns;
+				snprintf(st->what, sizeof st->what, "snapshot \"%s\" (%.3f s)", at, (double)snaps[i].time_ns / 1e9);
 				return 0;
 			}
 		}
@@ -151,56 +170,231 @@ static int find_moment(const struct wsp_loaded *l, const char *at, int kind, str
 	return 0;
 }
 
-/* ---- output ------------------------------------------------------------- */
+static int by_address(const void *key, const void *elem)
+{
+	uint64_t a = *(const uint64_t *)key, b = wsp_block_addr(((const struct wsp_state_block *)elem)->b);
+	return a < b ? -1 : a > b;
+}
 
-static const char *site_of(struct wsp_loaded *l, const struct wsp_block *b, char *buf, size_t cap)
+/* The model keeps neither the device of a block nor the call that failed:
+ * read them from the events up to the moment. The last allocation at a
+ * live block's address before the moment is the one that made it. */
+static int read_details(const char *path, const struct stop *stop, struct wsp_state *st)
+{
+	struct wsp_state_block *dev = NULL;
+	size_t ndev = 0;
+	for (size_t i = 0; i < st->n; i++) {
+		if (st->v[i].b->kind == WSPROF_KIND_CUDA_DEVICE) {
+			if (!dev)
+				dev = &st->v[i];
+			ndev++;
+		}
+	}
+	if (!ndev && !st->failed)
+		return 0;
+	wsprof_trace *t;
+	int err = wsprof_trace_open(path, &t);
+	if (err < 0) {
+		fprintf(stderr, "wsprof: %s: %s\n", path, wsprof_strerror(err));
+		return 1;
+	}
+	wsprof_event ev;
+	while (wsprof_trace_next(t, &ev) > 0 && ev.time_ns <= stop->time_ns) {
+		if (ev.type == WSPROF_EV_ALLOC && ev.kind == WSPROF_KIND_CUDA_DEVICE && ndev) {
+			struct wsp_state_block *r = bsearch(&ev.addr, dev, ndev, sizeof *dev, by_address);
+			if (r)
+				r->device = ev.device;
+		} else if (ev.type == WSPROF_EV_FAIL && ev.seq == stop->seq && st->failed) {
+			st->failure.size = ev.size;
+			st->failure.op = ev.op;
+			st->failure.device = ev.kind == WSPROF_KIND_CUDA_DEVICE ? ev.device : -1;
+		}
+		if (ev.seq == stop->seq)
+			break;
+	}
+	wsprof_trace_close(t);
+	return 0;
+}
+
+int wsp_state_open(const char *path, const char *at, int kind, struct wsp_state *st)
+{
+	*st = (struct wsp_state){ .kind = kind, .moment_kind = -1 };
+	struct wsp_loaded whole;
+	if (wsp_load(path, NULL, false, &whole))
+		return 1;
+	struct stop stop;
+	int rc = find_moment(&whole, at, st, &stop);
+	wsprof_trace_status status = whole.status;
+	st->end_ns = wsp_model_last_time(whole.model);
+	wsp_loaded_free(&whole);
+	if (rc)
+		return rc;
+	if (wsp_load_until(path, NULL, true, stop.seq, stop.time_ns, &st->l))
+		return 1;
+	st->l.status = status; /* the heading describes the trace, not where the replay stopped */
+	struct collector c = { .st = st };
+	wsp_model_each_live(st->l.model, collect, &c);
+	if (c.err) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		wsp_state_free(st);
+		return 1;
+	}
+	if (st->n)
+		qsort(st->v, st->n, sizeof *st->v, by_kind_then_address);
+	if (read_details(path, &stop, st)) {
+		wsp_state_free(st);
+		return 1;
+	}
+	return 0;
+}
+
+void wsp_state_free(struct wsp_state *st)
+{
+	free(st->v);
+	st->v = NULL;
+	st->n = 0;
+	wsp_loaded_free(&st->l);
+}
+
+static const char *site_of(struct wsp_state *st, const struct wsp_block *b, char *buf, size_t cap)
 {
 	const struct wsp_frame *frames;
-	size_t n = wsp_syms_stack(l->syms, l->trace, b->stack, &frames);
+	size_t n = wsp_syms_stack(st->l.syms, st->l.trace, b->stack, &frames);
 	return n ? wsp_frame_label(&frames[0], buf, cap) : "(no stack)";
 }
 
-static void print_text(struct wsp_loaded *l, const struct moment *mo, struct rows *r)
+const char *wsp_state_failed_call(const struct wsp_state_failure *f)
 {
-	wsp_print_heading(l, "memory state");
-	printf("  at %s\n\n", mo->what);
+	const char *name = wsprof_op_name(f->op);
+	return name ? name : "an allocation";
+}
+
+const char *wsp_state_block_name(struct wsp_state *st, const struct wsp_state_block *r, char *buf, size_t cap)
+{
+	if (r->ann && r->ann->name) {
+		snprintf(buf, cap, "%s", r->ann->name);
+		return buf;
+	}
+	const struct wsp_frame *frames;
+	size_t n = wsp_syms_stack(st->l.syms, st->l.trace, r->b->stack, &frames);
+	if (n && frames[0].function)
+		snprintf(buf, cap, "%s", frames[0].function);
+	else if (n)
+		wsp_frame_label(&frames[0], buf, cap);
+	else
+		snprintf(buf, cap, "(no stack)");
+	return buf;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static void print_layout(const struct wsp_memory *m)
+{
+	char name[32], a[32], b[32], c[32], frag[32];
+	printf("  %-12s ", m->device >= 0 ? wsp_memory_name(m, name, sizeof name) : "");
+	if (!m->n)
+		printf("no live blocks");
+	else
+		printf("0x%llx-0x%llx: ", (unsigned long long)m->lo, (unsigned long long)m->hi);
+	if (m->holes)
+		printf("%s free in %s, largest hole %s at 0x%llx, fragmentation %s",
+		       wsp_human_bytes(a, sizeof a, m->free_bytes), wsp_counted(b, sizeof b, m->holes, "hole"),
+		       wsp_human_bytes(c, sizeof c, m->largest_hole), (unsigned long long)m->largest_hole_addr,
+		       wsp_memory_fragmentation(m, frag, sizeof frag));
+	else if (m->n)
+		printf("no holes between its blocks");
+	if (m->breaks)
+		printf("; %s apart in %s", wsp_human_bytes(a, sizeof a, m->break_total),
+		       wsp_counted(b, sizeof b, m->breaks, "break"));
+	if (m->sampled)
+		printf("; %s of %s free on the device at the last sample", wsp_human_bytes(a, sizeof a, m->device_free),
+		       wsp_human_bytes(c, sizeof c, m->device_total));
+	printf("\n");
+}
+
+static void print_failure(const struct wsp_state *st, const struct wsp_memory *mem, size_t nmem)
+{
+	const struct wsp_state_failure *f = &st->failure;
+	char a[32], b[32], device[32] = "";
+	if (f->device >= 0)
+		snprintf(device, sizeof device, " on device %d", f->device);
+	printf("\n  failed       %s of %s (%s%s)", wsp_state_failed_call(f), wsp_human_bytes(a, sizeof a, f->size),
+	       wsprof_kind_name(f->kind), device);
+	for (size_t i = 0; i < nmem; i++) {
+		if (wsp_memory_failed(st, &mem[i])) {
+			printf(": requested %s, largest hole %s; %s", a, wsp_human_bytes(b, sizeof b, mem[i].largest_hole),
+			       wsp_memory_verdict(&mem[i], f->size));
+			break;
+		}
+	}
+	printf("\n");
+}
+
+static void print_text(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem)
+{
+	wsp_print_heading(&st->l, "memory state");
+	printf("  at %s\n\n", st->what);
+	size_t shown_rows = 0;
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 		uint64_t live = 0, collectable = 0, blocks = 0;
-		for (size_t i = 0; i < r->n; i++) {
-			if (r->v[i].b->kind != k)
+		for (size_t i = 0; i < st->n; i++) {
+			if (st->v[i].b->kind != k || !shown(st, &st->v[i]))
 				continue;
 			blocks++;
-			live += r->v[i].b->size;
-			collectable += r->v[i].ann && r->v[i].ann->collectable ? r->v[i].b->size : 0;
+			live += st->v[i].b->size;
+			collectable += st->v[i].ann && st->v[i].ann->collectable ? st->v[i].b->size : 0;
 		}
-		if (!blocks)
-			continue;
-		char a[32], b[32], c[32], d[32];
-		printf("  %-12s %s live in %s blocks: %s in use, %s collectable\n", wsprof_kind_name(k),
-		       wsp_human_bytes(a, sizeof a, live), wsp_group_digits(b, sizeof b, blocks),
-		       wsp_human_bytes(c, sizeof c, live - collectable), wsp_human_bytes(d, sizeof d, collectable));
+		shown_rows += blocks;
+		if (blocks) {
+			char a[32], b[32], c[32], d[32];
+			printf("  %-12s %s live in %s: %s in use, %s collectable\n", wsprof_kind_name(k),
+			       wsp_human_bytes(a, sizeof a, live), wsp_counted(b, sizeof b, blocks, "block"),
+			       wsp_human_bytes(c, sizeof c, live - collectable), wsp_human_bytes(d, sizeof d, collectable));
+		}
+		/* Devices in order, whichever the moment put first. */
+		for (int device = -1, next; device != INT_MAX; device = next) {
+			next = INT_MAX;
+			for (size_t i = 0; i < nmem; i++) {
+				if (mem[i].kind != k)
+					continue;
+				if (mem[i].device == device && (blocks || device >= 0))
+					print_layout(&mem[i]);
+				if (mem[i].device > device && mem[i].device < next)
+					next = mem[i].device;
+			}
+		}
 	}
-	if (!r->n) {
+	if (st->failed)
+		print_failure(st, mem, nmem);
+	if (!shown_rows) {
 		printf("  (no live blocks)\n");
 		return;
 	}
 	printf("\n  %-12s %-18s %11s %5s %-8s %10s  %-24s %s\n", "kind", "address", "size", "refs", "validity", "last use",
 	       "name", "site");
-	for (size_t i = 0; i < r->n; i++) {
-		const struct row *row = &r->v[i];
+	for (size_t i = 0; i < st->n; i++) {
+		const struct wsp_state_block *row = &st->v[i];
+		if (!shown(st, row))
+			continue;
 		char size[32], site[1024], refs[24];
 		snprintf(refs, sizeof refs, "%lld", row->ann ? (long long)row->ann->refs : 0LL);
 		printf("  %-12s 0x%016llx %11s %5s %-8s %8.3f s  %-24s %s\n", wsprof_kind_name(row->b->kind),
 		       (unsigned long long)wsp_block_addr(row->b), wsp_human_bytes(size, sizeof size, row->b->size),
 		       row->ann && row->ann->annotated ? refs : "-", validity_word(row->ann), (double)last_use(row) / 1e9,
-		       row->ann && row->ann->name ? row->ann->name : "-", site_of(l, row->b, site, sizeof site));
+		       row->ann && row->ann->name ? row->ann->name : "-", site_of(st, row->b, site, sizeof site));
 	}
-	qsort(r->v, r->n, sizeof *r->v, least_recently_used);
+	struct wsp_state_block *lru = malloc(st->n * sizeof *lru);
+	if (!lru) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		return;
+	}
+	memcpy(lru, st->v, st->n * sizeof *lru);
+	qsort(lru, st->n, sizeof *lru, least_recently_used);
 	bool any = false;
 	uint64_t total = 0;
-	for (size_t i = 0; i < r->n; i++) {
-		const struct row *row = &r->v[i];
-		if (!row->ann || !row->ann->collectable)
+	for (size_t i = 0; i < st->n; i++) {
+		const struct wsp_state_block *row = &lru[i];
+		if (!shown(st, row) || !row->ann || !row->ann->collectable)
 			continue;
 		if (!any)
 			printf("\n  collectable, least recently used first (evicting down to a row frees the running total):\n"
@@ -213,17 +407,20 @@ static void print_text(struct wsp_loaded *l, const struct moment *mo, struct row
 		       (double)last_use(row) / 1e9, wsp_human_bytes(sum, sizeof sum, total),
 		       row->ann->name ? row->ann->name : "-");
 	}
+	free(lru);
 	if (!any)
 		printf("\n  nothing is collectable: no block was released or invalidated without another holder\n");
 }
 
-static void json_block(struct wsp_json *j, struct wsp_loaded *l, const struct row *row, uint64_t running)
+static void json_block(struct wsp_json *j, struct wsp_state *st, const struct wsp_state_block *row, uint64_t running)
 {
 	char site[1024];
 	wsp_json_begin_object(j, NULL);
 	wsp_json_string(j, "kind", wsprof_kind_name(row->b->kind));
 	wsp_json_uint(j, "address", wsp_block_addr(row->b));
 	wsp_json_uint(j, "size", row->b->size);
+	if (row->device >= 0)
+		wsp_json_int(j, "device", row->device);
 	wsp_json_string(j, "name", row->ann ? row->ann->name : NULL);
 	wsp_json_int(j, "refs", row->ann ? row->ann->refs : 0);
 	wsp_json_string(j, "validity", row->ann && row->ann->validity ? validity_word(row->ann) : NULL);
@@ -231,33 +428,105 @@ static void json_block(struct wsp_json *j, struct wsp_loaded *l, const struct ro
 	wsp_json_bool(j, "collectable", row->ann && row->ann->collectable);
 	wsp_json_seconds(j, "allocated_s", row->b->time_ns);
 	wsp_json_seconds(j, "last_use_s", last_use(row));
-	wsp_json_string(j, "site", site_of(l, row->b, site, sizeof site));
+	wsp_json_string(j, "site", site_of(st, row->b, site, sizeof site));
 	if (running)
 		wsp_json_uint(j, "running_total_bytes", running);
 	wsp_json_end_object(j);
 }
 
-static void print_json(struct wsp_loaded *l, const struct moment *mo, struct rows *r)
+static void json_memory(struct wsp_json *j, const struct wsp_memory *m)
 {
-	const wsprof_process *p = wsprof_trace_process(l->trace);
+	wsp_json_begin_object(j, NULL);
+	wsp_json_string(j, "kind", wsprof_kind_name(m->kind));
+	if (m->device >= 0)
+		wsp_json_int(j, "device", m->device);
+	else
+		wsp_json_null(j, "device");
+	wsp_json_uint(j, "span_start", m->lo);
+	wsp_json_uint(j, "span_end", m->hi);
+	wsp_json_uint(j, "live_bytes", m->live_bytes);
+	wsp_json_uint(j, "blocks", m->n);
+	wsp_json_uint(j, "collectable_bytes", m->collectable_bytes);
+	wsp_json_uint(j, "holes", m->holes);
+	wsp_json_uint(j, "free_bytes", m->free_bytes);
+	wsp_json_uint(j, "largest_hole_bytes", m->largest_hole);
+	if (m->largest_hole)
+		wsp_json_uint(j, "largest_hole_address", m->largest_hole_addr);
+	else
+		wsp_json_null(j, "largest_hole_address");
+	wsp_json_double(j, "fragmentation", m->fragmentation);
+	wsp_json_uint(j, "slack_bytes", m->slack);
+	wsp_json_uint(j, "break_bytes", m->break_bytes);
+	wsp_json_uint(j, "breaks", m->breaks);
+	wsp_json_uint(j, "break_total_bytes", m->break_total);
+	wsp_json_uint(j, "pools", m->pools);
+	wsp_json_uint(j, "pooled_bytes", m->pooled_bytes);
+	if (m->sampled) {
+		wsp_json_uint(j, "device_free_bytes", m->device_free);
+		wsp_json_uint(j, "device_total_bytes", m->device_total);
+	}
+	wsp_json_end_object(j);
+}
+
+static void json_failure(struct wsp_json *j, const struct wsp_state *st, const struct wsp_memory *mem, size_t nmem)
+{
+	if (!st->failed) {
+		wsp_json_null(j, "failed_request");
+		return;
+	}
+	const struct wsp_state_failure *f = &st->failure;
+	wsp_json_begin_object(j, "failed_request");
+	wsp_json_string(j, "kind", wsprof_kind_name(f->kind));
+	wsp_json_string(j, "op", wsprof_op_name(f->op)); /* null: the event could not be read */
+	if (f->device >= 0)
+		wsp_json_int(j, "device", f->device);
+	else
+		wsp_json_null(j, "device");
+	wsp_json_uint(j, "size", f->size);
+	wsp_json_seconds(j, "time_s", f->time_ns);
+	const struct wsp_memory *m = NULL;
+	for (size_t i = 0; i < nmem && !m; i++)
+		if (wsp_memory_failed(st, &mem[i]))
+			m = &mem[i];
+	if (m) {
+		wsp_json_uint(j, "largest_hole_bytes", m->largest_hole);
+		wsp_json_uint(j, "free_bytes", m->free_bytes);
+		wsp_json_bool(j, "fits_largest_hole", f->size <= m->largest_hole);
+	}
+	wsp_json_end_object(j);
+}
+
+static void print_json(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem)
+{
+	const wsprof_process *p = wsprof_trace_process(st->l.trace);
 	struct wsp_json j;
 	wsp_json_init(&j, stdout);
 	wsp_json_begin_object(&j, NULL);
 	wsp_json_string(&j, "report", "state");
-	wsp_json_string(&j, "trace", l->path);
+	wsp_json_string(&j, "trace", st->l.path);
 	wsp_json_string(&j, "program", p->cmdline[0] ? p->cmdline : p->exe);
-	wsp_json_string(&j, "at", mo->what);
-	wsp_json_seconds(&j, "time_s", wsp_model_last_time(l->model));
-	wsp_json_begin_array(&j, "blocks");
-	for (size_t i = 0; i < r->n; i++)
-		json_block(&j, l, &r->v[i], 0);
+	wsp_json_string(&j, "at", st->what);
+	wsp_json_seconds(&j, "time_s", wsp_model_last_time(st->l.model));
+	wsp_json_begin_array(&j, "memories");
+	for (size_t i = 0; i < nmem; i++)
+		json_memory(&j, &mem[i]);
 	wsp_json_end_array(&j);
-	qsort(r->v, r->n, sizeof *r->v, least_recently_used);
+	json_failure(&j, st, mem, nmem);
+	wsp_json_begin_array(&j, "blocks");
+	for (size_t i = 0; i < st->n; i++)
+		if (shown(st, &st->v[i]))
+			json_block(&j, st, &st->v[i], 0);
+	wsp_json_end_array(&j);
+	struct wsp_state_block *lru = st->n ? malloc(st->n * sizeof *lru) : NULL;
 	wsp_json_begin_array(&j, "collectable");
-	uint64_t total = 0;
-	for (size_t i = 0; i < r->n; i++) {
-		if (r->v[i].ann && r->v[i].ann->collectable)
-			json_block(&j, l, &r->v[i], total += r->v[i].b->size);
+	if (lru) {
+		memcpy(lru, st->v, st->n * sizeof *lru);
+		qsort(lru, st->n, sizeof *lru, least_recently_used);
+		uint64_t total = 0;
+		for (size_t i = 0; i < st->n; i++)
+			if (shown(st, &lru[i]) && lru[i].ann && lru[i].ann->collectable)
+				json_block(&j, st, &lru[i], total += lru[i].b->size);
+		free(lru);
 	}
 	wsp_json_end_array(&j);
 	wsp_json_end_object(&j);
@@ -265,13 +534,44 @@ static void print_json(struct wsp_loaded *l, const struct moment *mo, struct row
 
 static void usage(FILE *out)
 {
-	fputs("usage: wsprof report state [--at peak|end|oom|SECONDS|LABEL] [--kind KIND] [--json] TRACE\n"
+	fputs("usage: wsprof report state [--at peak|end|oom|SECONDS|LABEL] [--kind KIND] [--json | -o FILE] TRACE\n"
 	      "  every live block at that moment (default: the peak of the largest kind), with its name,\n"
 	      "  holders, validity and last use from the program's annotations (wsprof.h); then the\n"
-	      "  collectable blocks, least recently used first, with what evicting them would free\n"
+	      "  collectable blocks, least recently used first, with what evicting them would free; per\n"
+	      "  memory, the holes between its blocks, the largest and how fragmented they are\n"
 	      "  --at peak     when the kind (--kind, else the largest) peaked\n"
-	      "  --at oom      at the first failed allocation (of --kind, else any)\n"
-	      "  --at SECONDS  that many seconds after the start; --at LABEL: at wsprof_snapshot(LABEL)\n", out);
+	      "  --at oom      at the first failed allocation (of --kind, else any): the request against\n"
+	      "                the largest hole\n"
+	      "  --at SECONDS  that many seconds after the start; --at LABEL: at wsprof_snapshot(LABEL)\n"
+	      "  -o FILE       draw the memory map: a page per memory (heap, mmap, each CUDA device, ...;\n"
+	      "                --kind picks one kind), as .pdf, .svg or .png\n", out);
+}
+
+/* A map needs addresses: say what to draw instead. */
+static bool drawable_kind(unsigned kind)
+{
+	if (wsp_memory_kind(kind))
+		return true;
+	if (kind == WSPROF_KIND_POOL)
+		fprintf(stderr, "wsprof: pool sub-allocations are drawn inside the blocks they are carved from: "
+				"use --kind with the kind of those blocks (heap, cuda_device, ...)\n");
+	else
+		fprintf(stderr, "wsprof: --kind %s has no addresses to draw (CUDA VMM allocations are handles): "
+				"draw the mapped memory's kind, or leave -o out for the text\n", wsprof_kind_name(kind));
+	return false;
+}
+
+static int draw(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem, const char *out)
+{
+	struct wsp_doc *doc = wsp_doc_open(out, nmem > 1);
+	if (!doc)
+		return 1;
+	wsp_statemap_draw_state(doc, st, mem, nmem);
+	int rc = wsp_doc_close(doc) ? 1 : 0;
+	for (size_t i = 0; !rc && i < wsp_doc_files(doc); i++)
+		fprintf(stderr, "wsprof: wrote %s\n", wsp_doc_file(doc, i));
+	wsp_doc_free(doc);
+	return rc;
 }
 
 int wsp_cmd_state(int argc, char **argv)
@@ -280,19 +580,21 @@ int wsp_cmd_state(int argc, char **argv)
 		{ "at", required_argument, NULL, 'a' },
 		{ "kind", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *at = "peak";
+	const char *at = "peak", *out = NULL;
 	unsigned kind = 0;
 	bool json = false, have_kind = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': at = optarg; break;
 		case 'k': if (wsp_parse_kind(optarg, &kind)) return 2; have_kind = true; break;
 		case 'j': json = true; break;
+		case 'o': out = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -300,32 +602,31 @@ int wsp_cmd_state(int argc, char **argv)
 	const char *path = wsp_trace_operand(argc, argv, usage);
 	if (!path)
 		return 2;
-	struct wsp_loaded whole;
-	if (wsp_load(path, NULL, false, &whole))
-		return 1;
-	struct moment mo;
-	int rc = find_moment(&whole, at, have_kind ? (int)kind : -1, &mo);
-	wsprof_trace_status status = whole.status;
-	wsp_loaded_free(&whole);
+	if (out && json) {
+		fprintf(stderr, "wsprof: --json and -o both name the output: use one of them\n");
+		return 2;
+	}
+	enum wsp_doc_format format;
+	if (out && (wsp_doc_format_of(out, &format) || (have_kind && !drawable_kind(kind))))
+		return 2;
+	struct wsp_state st;
+	int rc = wsp_state_open(path, at, have_kind ? (int)kind : -1, &st);
 	if (rc)
 		return rc;
-	struct wsp_loaded l;
-	if (wsp_load_until(path, NULL, true, mo.seq, mo.time_ns, &l))
-		return 1;
-	l.status = status; /* the heading describes the trace, not where the replay stopped */
-	struct rows r = { .m = l.model, .kind = have_kind ? (int)kind : -1 };
-	wsp_model_each_live(l.model, collect, &r);
-	if (r.err) {
+	struct wsp_memory *mem;
+	size_t nmem;
+	if (wsp_memories(&st, st.kind, &mem, &nmem)) {
 		fprintf(stderr, "wsprof: out of memory\n");
-		rc = 1;
-	} else {
-		qsort(r.v, r.n, sizeof *r.v, by_kind_then_address);
-		if (json)
-			print_json(&l, &mo, &r);
-		else
-			print_text(&l, &mo, &r);
+		wsp_state_free(&st);
+		return 1;
 	}
-	free(r.v);
-	wsp_loaded_free(&l);
+	if (out)
+		rc = draw(&st, mem, nmem, out);
+	else if (json)
+		print_json(&st, mem, nmem);
+	else
+		print_text(&st, mem, nmem);
+	wsp_memories_free(mem, nmem);
+	wsp_state_free(&st);
 	return rc;
 }

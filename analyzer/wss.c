@@ -52,7 +52,8 @@ static int by_addr(const void *a, const void *b)
 /* Merge a source's regions in place (sorted, overlaps joined). @return the count. */
 static size_t merge(wsprof_region *r, size_t n)
 {
-	qsort(r, n, sizeof *r, by_addr);
+	if (n)
+		qsort(r, n, sizeof *r, by_addr); /* r is NULL when n is 0, which qsort may not get */
 	size_t out = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (out && r[i].addr <= r[out - 1].addr + r[out - 1].len) {
@@ -75,6 +76,8 @@ static int close_bucket(struct wsp_wss *w)
 	size_t nall = 0, cap = 0;
 	for (unsigned s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++) {
 		size_t n = merge(w->regions[s], w->nregions[s]);
+		if (!n)
+			continue; /* nothing of this source (its array may not exist) */
 		for (size_t i = 0; i < n; i++)
 			w->cur.bytes[s] += w->regions[s][i].len;
 		if (wsp_grow(&all, &cap, nall + n, sizeof *all)) {
@@ -119,6 +122,8 @@ int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t wi
 	}
 	if (end_ns > w->cur.end_ns)
 		w->cur.end_ns = end_ns;
+	if (!n)
+		return 0; /* a window with nothing accessed: the bucket is there, with no regions */
 	if (wsp_grow(&w->regions[source], &w->rcap[source], w->nregions[source] + n, sizeof *r))
 		return -ENOMEM;
 	memcpy(w->regions[source] + w->nregions[source], r, n * sizeof *r);

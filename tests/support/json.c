@@ -43,7 +43,13 @@ static char *parse_string_text(struct parser *ps)
 {
 	ps->p++; /* the opening quote */
 	size_t len = 0;
-	char *s = malloc(strlen(ps->p) + 1); /* never longer than the rest */
+	/* Never longer than its text up to the closing quote (escapes only
+	 * shrink); not the whole rest of the document, which would make
+	 * parsing quadratic. */
+	const char *end = ps->p;
+	while (*end && *end != '"')
+		end += end[0] == '\\' && end[1] ? 2 : 1;
+	char *s = malloc((size_t)(end - ps->p) + 1);
 	if (!s)
 		return fail(ps, "out of memory"), NULL;
 	while (*ps->p != '"') {

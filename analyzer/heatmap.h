@@ -1,0 +1,46 @@
+/*
+ * heatmap.h - memory over time as a grid of colours (`wsprof report
+ * heatmap`): time across, and down either address bands, allocation
+ * sites or named buffers.
+ *
+ * The colour of a cell is the access rate (accessed bytes per second)
+ * when the trace has access samples for the memory shown, the live bytes
+ * otherwise; every page says which, with a colour bar in those units.
+ * By address, ranges empty for the whole run are collapsed into labelled
+ * separators, and the view defaults to the hottest contiguous span.
+ *
+ * The trace is read twice, whatever its length: once for its time span
+ * and the address ranges ever live or accessed, once to fill a grid of at
+ * most WSP_HEAT_COLUMNS columns. The full report (report.c) draws the same
+ * pages with wsp_heatmap_draw.
+ */
+#ifndef WSP_HEATMAP_H
+#define WSP_HEATMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plot.h"
+
+#define WSP_HEAT_COLUMNS 300
+
+enum wsp_heat_by { WSP_HEAT_BY_ADDRESS, WSP_HEAT_BY_CALLSITE, WSP_HEAT_BY_NAME, WSP_HEAT_BY_COUNT };
+
+struct wsp_heatmap_options {
+	unsigned views;          /* bits 1 << enum wsp_heat_by: the pages wanted */
+	int kind;                /* only blocks of this kind; -1: every kind with addresses */
+	/* By address: every span (all), or [range_lo, range_hi) when
+	 * range_hi > 0; otherwise the hottest span. */
+	bool all_ranges;
+	uint64_t range_lo, range_hi;
+	size_t top;              /* by call site or name: rows at most (0: 30) */
+};
+
+/* Draw a page per view asked for into doc (a view with nothing to show,
+ * such as named buffers in a trace that names none, is left out when
+ * other views are asked for too).
+ * @return the pages drawn, or -1 after a one-line error. */
+int wsp_heatmap_draw(struct wsp_doc *doc, const char *trace_path, const struct wsp_heatmap_options *opt);
+
+#endif
