@@ -119,9 +119,10 @@ struct wsp_device_stats {
 };
 size_t wsp_model_devices(const struct wsp_model *m, const struct wsp_device_stats **devices);
 
-/* Over time, for the pictures: a kind's live bytes (hi) with the bytes
- * truly in use then (hi_b), and a device's used memory (total - free, hi)
- * with its total (hi_b). Complete once wsp_model_finish was called. */
+/* Over time, for the pictures: a kind's live bytes (hi) and bytes truly
+ * in use (hi_b), and a device's used memory (total - free, hi) and its
+ * total (hi_b), each the highest in its bucket. Complete once
+ * wsp_model_finish was called. */
 const struct wsp_series *wsp_model_live_series(const struct wsp_model *m, unsigned kind);
 const struct wsp_series *wsp_model_device_series(const struct wsp_model *m, size_t device_index);
 

@@ -16,10 +16,8 @@ static void merge(struct wsp_series *s)
 		struct wsp_series_point a = s->p[2 * i], b = 2 * i + 1 < s->n ? s->p[2 * i + 1] : a;
 		struct wsp_series_point m = b; /* b's last values already carry a's on */
 		m.set = a.set || b.set;
-		if (a.hi >= b.hi) {
-			m.hi = a.hi;
-			m.hi_b = a.hi_b;
-		}
+		m.hi = a.hi > b.hi ? a.hi : b.hi;
+		m.hi_b = a.hi_b > b.hi_b ? a.hi_b : b.hi_b;
 		s->p[i] = m;
 	}
 	s->n = n;
@@ -52,10 +50,10 @@ int wsp_series_note(struct wsp_series *s, uint64_t t_ns, uint64_t value, uint64_
 	struct wsp_series_point *p = bucket(s, t_ns);
 	if (!p)
 		return -ENOMEM;
-	if (!p->set || value > p->hi) {
+	if (!p->set || value > p->hi)
 		p->hi = value;
+	if (!p->set || b > p->hi_b)
 		p->hi_b = b;
-	}
 	p->last = value;
 	p->last_b = b;
 	p->set = true;

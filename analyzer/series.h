@@ -4,9 +4,10 @@
  * Time is cut into at most WSP_SERIES_CAP buckets of equal width; when the
  * trace runs past the last one, neighbouring buckets are merged two by two
  * and the width doubles, so a run of any length costs the same. Each
- * bucket keeps the highest value seen in it (a peak is never averaged
- * away), a second value taken at that moment, and the last of both, which
- * an empty bucket that follows carries on.
+ * bucket keeps the highest of each of two values seen in it (a peak is
+ * never averaged away: a kind's live bytes and its bytes truly in use, a
+ * device's used memory and its total), and the last of both, which an
+ * empty bucket that follows carries on.
  */
 #ifndef WSP_SERIES_H
 #define WSP_SERIES_H
@@ -18,7 +19,7 @@
 #define WSP_SERIES_CAP 2048
 
 struct wsp_series_point {
-	uint64_t hi, hi_b;     /* the highest value in the bucket, and the second value then */
+	uint64_t hi, hi_b;     /* the highest of each value in the bucket */
 	uint64_t last, last_b; /* both at the bucket's last update */
 	bool set;              /* updated in this bucket (else carried on) */
 };

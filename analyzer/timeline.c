@@ -48,7 +48,8 @@ size_t wsp_timeline_kinds(const struct wsp_loaded *l, int kind, unsigned *kinds)
 }
 
 /* The points of a series as step lines: x in seconds; value: hi (or
- * hi_b). The last point is carried to the end of the trace. */
+ * hi_b; or hi_b - hi: the least free of a device). The last point is
+ * carried to the end of the trace. */
 struct line {
 	double *x, *y;
 	size_t n;
