@@ -910,6 +910,7 @@ static void *sampler_main(void *arg)
 {
 	(void)arg;
 	wsp_tls.guard = 1; /* nothing this thread does is the program's */
+	wsp_block_signals();
 	dl_iterate_phdr(find_image, NULL);
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);

@@ -23,6 +23,7 @@
 #include "wsp.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -39,6 +40,17 @@ typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 static sigaction_fn real_sigaction;
 /* Signals whose handler is wsprof's: the program's view is SIG_DFL. */
 static _Atomic bool held[NSIG];
+
+/* wsprof's own threads take none of the program's signals: its handlers
+ * run on its threads only, and a write past RLIMIT_FSIZE fails with EFBIG
+ * (recording stops, with a warning) instead of raising SIGXFSZ, which
+ * would end a program that never wrote that file itself. */
+void wsp_block_signals(void)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+}
 
 static bool is_fatal(int sig)
 {

@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -64,9 +65,25 @@ static void stop_recording(const char *what, int err)
 	fd = -1;
 }
 
+static uint64_t written; /* bytes of the file so far */
+
+/* Whether n more bytes stay within RLIMIT_FSIZE. Past it the kernel would
+ * raise SIGXFSZ in the writing thread, which may be the program's (at
+ * exit), and end a program that never wrote that file itself: so wsprof
+ * stops before, as on a full disk. */
+static bool fits_size_limit(size_t n)
+{
+	struct rlimit lim;
+	return getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY || written + n <= lim.rlim_cur;
+}
+
 static bool write_all(const void *data, size_t n)
 {
 	const uint8_t *p = data;
+	if (fd >= 0 && !fits_size_limit(n)) {
+		stop_recording("write", EFBIG);
+		return false;
+	}
 	while (n && fd >= 0) {
 		ssize_t w = write(fd, p, n);
 		if (w < 0 && errno == EINTR)
@@ -77,6 +94,7 @@ static bool write_all(const void *data, size_t n)
 		}
 		p += w;
 		n -= (size_t)w;
+		written += (uint64_t)w;
 	}
 	return fd >= 0;
 }
@@ -287,6 +305,7 @@ static void *writer_main(void *arg)
 {
 	(void)arg;
 	wsp_tls.guard = 1; /* nothing this thread does is the program's */
+	wsp_block_signals();
 	struct timespec next;
 	deadline_after(&next, wsp_cfg.flush_ms);
 	for (;;) {
@@ -469,6 +488,7 @@ int wsp_writer_open(pid_t parent_traced)
 	fd = wsp_fd_move_high(f);
 	chunk_index = 0;
 	events_written = 0;
+	written = 0;
 	stage_len = since_sync = 0;
 
 	static char cmdline[16384]; /* static: too big for a small thread stack */

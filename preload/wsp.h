@@ -312,6 +312,8 @@ void wsp_damon_forget_after_fork(void);
 /* Catch the fatal signals the program leaves at their default action, to
  * finish the trace before the default action happens. */
 void wsp_signals_install(void);
+/* For wsprof's own threads: block every signal. */
+void wsp_block_signals(void);
 
 /* ---- sampler.c ------------------------------------------------------- */
 

@@ -14,6 +14,8 @@
 
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 TestSuite(signals, .fini = wt_cleanup, .timeout = 60);
@@ -60,4 +62,30 @@ Test(signals, the_program_sees_only_its_own_handlers)
 	wt_record(&rec, NULL, "alloc_signal", (const char *[]){ "own", NULL });
 	wt_assert_status(&rec.run, 0, "alloc_signal own");
 	wt_recording_free(&rec);
+}
+
+/* A file size limit (RLIMIT_FSIZE) the trace runs into stops recording,
+ * with one warning, and never the program: the kernel would end a program
+ * with SIGXFSZ for a write past the limit, a file it never wrote itself. */
+Test(signals, a_file_size_limit_stops_recording_not_the_program)
+{
+	const char *dir = wt_test_dir();
+	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json"), *prog = wt_prog("alloc_signal");
+	char script[4096];
+	/* 2 blocks of 512 bytes in dash: the header fits, the first chunk not. */
+	snprintf(script, sizeof script, "ulimit -f 2 && exec \"$0\" record -o \"$1\" -- \"$2\" \"$3\" own");
+	const char *argv[] = { "/bin/sh", "-c", script, wt_wsprof(), trace, prog, expect, NULL };
+	struct wt_result r;
+	cr_assert_eq(wt_run(&r, argv), 0);
+	wt_assert_status(&r, 0, "alloc_signal own under a file size limit");
+	cr_expect(wt_file_exists(expect), "the program did not finish its work");
+	cr_expect(strstr(r.err, "File too large; recording stopped, the program goes on"), "%s", r.err);
+	const char *report[] = { wt_wsprof(), "report", "summary", trace, NULL };
+	struct wt_result s;
+	cr_assert_eq(wt_run(&s, report), 0);
+	wt_assert_status(&s, 0, "wsprof report summary of the cut trace");
+	cr_expect(strstr(s.err, "truncated"), "no word that the trace is cut short:\n%s", s.err);
+	wt_result_free(&s);
+	wt_result_free(&r);
+	free(trace), free(expect), free(prog);
 }
