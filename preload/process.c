@@ -213,18 +213,19 @@ static bool is_wsprof_entry(const char *s, size_t n)
 
 /* A copy of envp whose LD_PRELOAD no longer names libwsprof (dropped when
  * that empties it), without an NVTX_INJECTION64_PATH naming libwsprof.
- * One block of our own pages: free with env_free(). */
-char **wsp_env_without_preload(char *const envp[])
+ * In buf when it fits (cap bytes), else one block of our own pages: free
+ * with env_free(). */
+static char **env_without_preload_in(char *const envp[], size_t *buf, size_t cap)
 {
 	size_t n = 0, bytes = 0;
 	for (; envp && envp[n]; n++)
 		if (strncmp(envp[n], "LD_PRELOAD=", 11) == 0)
 			bytes += strlen(envp[n]) + 1;
 	size_t size = sizeof(size_t) + (n + 1) * sizeof(char *) + bytes;
-	size_t *block = wsp_pages_alloc(size);
+	size_t *block = size <= cap ? buf : wsp_pages_alloc(size);
 	if (!block)
 		return (char **)envp;
-	*block = size;
+	*block = block == buf ? 0 : size; /* 0: not ours to free */
 	char **out = (char **)(block + 1), *text = (char *)(out + n + 1);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -258,17 +259,27 @@ char **wsp_env_without_preload(char *const envp[])
 	return out;
 }
 
+char **wsp_env_without_preload(char *const envp[])
+{
+	return env_without_preload_in(envp, NULL, 0);
+}
+
 static void env_free(char **env, char *const orig[])
 {
 	if ((char *const *)env != orig) {
 		size_t *block = (size_t *)env - 1;
-		wsp_pages_free(block, *block);
+		if (*block)
+			wsp_pages_free(block, *block);
 	}
 }
 
-static char **exec_env(char *const envp[])
+/* The environment to exec with. On the caller's stack when it fits: a
+ * vfork child shares our memory, and pages it took would stay taken in
+ * the parent once exec succeeds. */
+#define ENV_ON_STACK 16384
+static char **exec_env(char *const envp[], size_t *buf)
 {
-	return wsp_cfg.follow ? (char **)envp : wsp_env_without_preload(envp);
+	return wsp_cfg.follow ? (char **)envp : env_without_preload_in(envp, buf, ENV_ON_STACK);
 }
 
 enum exec_by { BY_PATH, BY_FILE, BY_FD };
@@ -277,7 +288,8 @@ static int exec_traced(enum exec_by by, const char *name, int fd, char *const ar
 {
 	wsp_real_resolve();
 	bool held = before_exec(name);
-	char **env = exec_env(envp);
+	size_t buf[ENV_ON_STACK / sizeof(size_t)];
+	char **env = exec_env(envp, buf);
 	int r = by == BY_PATH ? wsp_real.execve(name, argv, env)
 	      : by == BY_FILE ? wsp_real.execvpe(name, argv, env)
 			      : wsp_real.fexecve(fd, argv, env);
@@ -363,9 +375,19 @@ static int spawn_with(spawn_fn *real, const char *name, pid_t *pid, const char *
 {
 	if (!*real)
 		*real = (spawn_fn)dlsym(RTLD_NEXT, name);
-	char **env = exec_env(envp);
-	int r = (*real)(pid, path, fa, attr, argv, env);
+	size_t buf[ENV_ON_STACK / sizeof(size_t)];
+	char **env = exec_env(envp, buf);
+	pid_t child = 0;
+	int r = (*real)(&child, path, fa, attr, argv, env);
 	env_free(env, envp);
+	if (pid)
+		*pid = child;
+	/* A child like a forked one: the parent's trace lists it. */
+	if (r == 0 && child > 0 && !wsp_tls.guard && wsp_is_traced_process()) {
+		wsp_tls.guard++;
+		wsp_record_fork(child);
+		wsp_tls.guard--;
+	}
 	return r;
 }
 

@@ -17,6 +17,8 @@
  *
  *   The budget bounds the cost: each page protected again costs the
  *   program at most one fault in the next window, whatever it writes.
+ *   A window in which the process had less CPU time than wall time (a
+ *   loaded machine) gets the budget in proportion, at least 64 pages.
  *   When the unprotected pages fit in it, all are protected again and each
  *   window is exact. When they do not, the budget goes round them in
  *   address order, window after window, from where the last one ran out:
@@ -760,9 +762,28 @@ static int scan_range(uint64_t start, uint64_t end)
 
 /* Share out the window's budget: what the pages from the cursor up take,
  * the part above keeps; the part below gets the rest. */
-static void budget_start(void)
+/* The budget of a window the program had the CPU for part of: a program
+ * starved of CPU (a loaded machine) would otherwise spend more of what it
+ * gets on faults, the same number in less time. */
+static uint64_t window_budget(uint64_t window_ns)
 {
+	static uint64_t last_cpu;
+	struct timespec ts;
 	uint64_t budget = wsp_cfg.wp_pages;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+		return budget;
+	uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, used = cpu - last_cpu;
+	bool first = !last_cpu;
+	last_cpu = cpu;
+	if (first || !window_ns || used >= window_ns)
+		return budget;
+	budget = budget * used / window_ns;
+	return budget < 64 ? 64 : budget;
+}
+
+static void budget_start(uint64_t window_ns)
+{
+	uint64_t budget = window_budget(window_ns);
 	wp.above = wp.cursor ? count_written_from(wp.cursor, budget) : budget;
 	wp.left = budget - wp.above;
 	wp.crossed = false;
@@ -840,7 +861,7 @@ static void sample_writes(void)
 	if (!since)
 		return;
 	nstore = 0;
-	budget_start();
+	budget_start(now - since);
 	size_t kept = 0;
 	for (size_t i = 0; i < ntracked; i++) {
 		/* Refused: a mapping was replaced in place (mmap MAP_FIXED, munmap
