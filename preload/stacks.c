@@ -77,7 +77,7 @@ void wsp_stacks_init(void)
  * remembered or checked.
  */
 
-#define MEMO_WAYS 8
+#define MEMO_WAYS 32
 #define MEMO_DEPTH 72
 
 struct memo {
