@@ -320,6 +320,7 @@ static void segment_open(struct wsp_thread *t, struct wsp_buf *b)
 	p = wsp_put_varint(p, 0);
 	p = wsp_record_close(p, &m);
 	b->len = (size_t)(p - b->data);
+	b->first_seq = UINT64_MAX;
 	t->prev_seq = t->prev_time = t->prev_addr = 0;
 }
 
@@ -367,6 +368,8 @@ uint8_t *wsp_event_stamp(struct wsp_thread *t, uint8_t *p)
 {
 	uint64_t seq = atomic_fetch_add_explicit(&wsp_seq, 1, memory_order_relaxed);
 	uint64_t now = event_now_ns();
+	if (t->buf->first_seq == UINT64_MAX) /* read by the writer once queued */
+		t->buf->first_seq = seq;
 	if (now < t->prev_time)
 		now = t->prev_time;
 	p = wsp_put_varint(p, seq - t->prev_seq);

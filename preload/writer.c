@@ -148,14 +148,43 @@ static void stage_bytes(const void *data, size_t n)
 	since_sync += n;
 }
 
-/* Move every queued buffer into the staging area. Writer lock held. */
-static void drain(void)
+static void stage_sync(uint64_t watermark);
+
+/* Move every queued buffer into the staging area. Writer lock held.
+ * watermark: computed before the queue was taken (see doc/trace-format.md,
+ * Ordering), or 0. With one, a SYNC follows each buffer after which the
+ * watermark can move: every event below the lowest first number of the
+ * buffers still to come (and below watermark) has been staged. A reader
+ * then holds about a buffer per thread, however many buffers a wake of a
+ * writer starved of CPU finds queued. */
+static void drain_to(uint64_t watermark)
 {
-	for (struct wsp_buf *b = wsp_buf_dequeue_all(), *next; b; b = next) {
+	static uint64_t last_synced;
+	struct wsp_buf *list = wsp_buf_dequeue_all(), *rev = NULL, *b, *next;
+	for (b = list; b; b = next) { /* reversed, to give each buffer the minimum of those after it */
+		next = b->next;
+		b->next = rev;
+		rev = b;
+	}
+	uint64_t after = UINT64_MAX;
+	for (b = rev, list = NULL; b; b = next) { /* and back in order */
+		next = b->next;
+		b->after_min = after;
+		if (b->first_seq < after)
+			after = b->first_seq;
+		b->next = list;
+		list = b;
+	}
+	for (b = list; b; b = next) {
 		next = b->next;
 		if (fd >= 0) {
 			stage_bytes(b->data, b->len);
 			events_written += b->events;
+			uint64_t w = b->after_min < watermark ? b->after_min : watermark;
+			if (next && w > last_synced) {
+				stage_sync(w);
+				last_synced = w;
+			}
 		}
 		wsp_buf_put(b);
 	}
@@ -178,7 +207,7 @@ static void drain_with_sync(void)
 {
 	wsp_tls.writing = true;
 	uint64_t watermark = wsp_threads_watermark();
-	drain();
+	drain_to(watermark);
 	if (fd >= 0)
 		stage_sync(watermark);
 	wsp_tls.writing = false;
@@ -187,11 +216,11 @@ static void drain_with_sync(void)
 void wsp_writer_flush_locked(void)
 {
 	wsp_tls.writing = true;
-	drain(); /* first, so the pool has buffers for the module records */
+	drain_to(wsp_threads_watermark()); /* first, so the pool has buffers for the module records */
 	if (fd >= 0)
 		wsp_modules_check();
 	uint64_t watermark = wsp_threads_sweep();
-	drain();
+	drain_to(watermark);
 	wsp_tls.writing = false;
 	/* A quiet program gets no chunk of SYNCs alone every interval. */
 	static uint64_t last_watermark = UINT64_MAX;
