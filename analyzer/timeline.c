@@ -31,6 +31,9 @@ void wsp_view_subtitle(const struct wsp_loaded *l, char *buf, size_t cap)
 	double secs = (double)wsp_model_last_time(l->model) / 1e9;
 	snprintf(buf, cap, "%s (pid %u)  -  %s  -  %.2f s%s", p->cmdline[0] ? p->cmdline : p->exe, p->pid, l->path,
 		 secs, l->status.complete ? "" : "  -  trace cut short: this covers what was read");
+	for (char *c = buf; *c; c++) /* a command line's newlines and tabs (python3 -c '...') */
+		if ((unsigned char)*c < ' ')
+			*c = ' ';
 }
 
 /* Kinds worth a chart: every kind that allocated, but the address space
