@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -153,40 +154,45 @@ static void stage_sync(uint64_t watermark);
 /* Move every queued buffer into the staging area. Writer lock held.
  * watermark: computed before the queue was taken (see doc/trace-format.md,
  * Ordering), or 0. With one, a SYNC follows each buffer after which the
- * watermark can move: every event below the lowest first number of the
- * buffers still to come (and below watermark) has been staged. A reader
- * then holds about a buffer per thread, however many buffers a wake of a
- * writer starved of CPU finds queued. */
+ * watermark can move: every event below the first number of the next
+ * buffer (and below watermark) has been staged. A reader then holds about
+ * a buffer per thread, however many buffers a wake of a writer starved of
+ * CPU finds queued. */
+static int by_first_seq(const void *a, const void *b)
+{
+	uint64_t x = (*(struct wsp_buf *const *)a)->first_seq, y = (*(struct wsp_buf *const *)b)->first_seq;
+	return x < y ? -1 : x > y;
+}
+
 static void drain_to(uint64_t watermark)
 {
 	static uint64_t last_synced;
-	struct wsp_buf *list = wsp_buf_dequeue_all(), *rev = NULL, *b, *next;
-	for (b = list; b; b = next) { /* reversed, to give each buffer the minimum of those after it */
-		next = b->next;
-		b->next = rev;
-		rev = b;
-	}
-	uint64_t after = UINT64_MAX;
-	for (b = rev, list = NULL; b; b = next) { /* and back in order */
-		next = b->next;
-		b->after_min = after;
-		if (b->first_seq < after)
-			after = b->first_seq;
-		b->next = list;
-		list = b;
-	}
-	for (b = list; b; b = next) {
-		next = b->next;
-		if (fd >= 0) {
-			stage_bytes(b->data, b->len);
-			events_written += b->events;
-			uint64_t w = b->after_min < watermark ? b->after_min : watermark;
-			if (next && w > last_synced) {
-				stage_sync(w);
-				last_synced = w;
-			}
+	static struct wsp_buf *order[4096]; /* writer lock held */
+	struct wsp_buf *b = wsp_buf_dequeue_all(), *next;
+	while (b) {
+		/* In order of their first events (a quiet thread's buffer,
+		 * stolen late, queues behind newer ones): then the buffers
+		 * still to come all start above the one just staged. */
+		size_t n = 0;
+		for (; b && n < sizeof order / sizeof *order; b = next) {
+			next = b->next;
+			order[n++] = b;
 		}
-		wsp_buf_put(b);
+		qsort(order, n, sizeof *order, by_first_seq);
+		for (size_t i = 0; i < n; i++) {
+			struct wsp_buf *cur = order[i];
+			if (fd >= 0) {
+				stage_bytes(cur->data, cur->len);
+				events_written += cur->events;
+				uint64_t after = i + 1 < n ? order[i + 1]->first_seq : UINT64_MAX;
+				uint64_t w = after < watermark ? after : watermark;
+				if (!b && i + 1 < n && w > last_synced) { /* b: more than one batch, the rest unsorted */
+					stage_sync(w);
+					last_synced = w;
+				}
+			}
+			wsp_buf_put(cur);
+		}
 	}
 }
 

@@ -153,7 +153,6 @@ struct wsp_buf {
 	size_t len, cap;
 	uint64_t events;  /* event records in it, for the footer */
 	uint64_t first_seq; /* number of its first event, UINT64_MAX if none */
-	uint64_t after_min; /* the writer's: lowest first_seq of the buffers queued after it */
 	uint8_t data[];
 };
 
