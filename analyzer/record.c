@@ -5,7 +5,9 @@
  * variables; the library lists every trace it writes (one per process:
  * forked children and exec'd programs get their own) in a manifest file,
  * which is how this command can say where the traces are. The exit status
- * is the program's, or 128+signal if it was killed.
+ * is the program's, or 128+signal if it was killed. A program the loader
+ * will not preload into (set-ID, file capabilities) still runs, as asked,
+ * with one line saying it is not traced.
  */
 #include "analyzer.h"
 #include "config.h"
@@ -18,8 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 static void usage(FILE *out)
@@ -89,6 +94,29 @@ static bool find_program(const char *prog, char *out, size_t cap)
 	return false;
 }
 
+/* Whether the kernel will run prog in secure-execution mode for us
+ * (AT_SECURE), in which the loader ignores LD_PRELOAD: set-user-ID to
+ * another user, set-group-ID to another group, or file capabilities for a
+ * user other than root. Not where the kernel ignores those bits (a nosuid
+ * mount, no_new_privs). why gets what makes it so. */
+static bool secure_exec(const char *prog, char *why, size_t cap)
+{
+	struct stat st;
+	struct statvfs vfs;
+	if (stat(prog, &st) != 0 || (statvfs(prog, &vfs) == 0 && (vfs.f_flag & ST_NOSUID)) ||
+	    prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
+		return false;
+	if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+		snprintf(why, cap, "is set-user-ID (it runs as uid %u)", (unsigned)st.st_uid);
+	else if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getgid())
+		snprintf(why, cap, "is set-group-ID (it runs as gid %u)", (unsigned)st.st_gid);
+	else if (getuid() != 0 && getxattr(prog, "security.capability", NULL, 0) > 0)
+		snprintf(why, cap, "has file capabilities");
+	else
+		return false;
+	return true;
+}
+
 static bool set_number(const char *name, const char *value, unsigned lo, unsigned hi)
 {
 	char *end;
@@ -104,7 +132,7 @@ static bool set_number(const char *name, const char *value, unsigned lo, unsigne
 /* Say where the traces are. The program's own trace is the last one its
  * pid wrote: a launcher that execs the real program (a shell script, a
  * version shim) writes one per image. */
-static void report_traces(const char *manifest, pid_t root)
+static void report_traces(const char *manifest, pid_t root, bool said_untraced)
 {
 	FILE *f = fopen(manifest, "r");
 	char line[PATH_MAX + 32], main_trace[PATH_MAX] = "";
@@ -125,7 +153,7 @@ static void report_traces(const char *manifest, pid_t root)
 		fclose(f);
 	if (shown > 4)
 		fprintf(stderr, "wsprof: ... and %d more traces of child processes\n", shown - 4);
-	if (!count) {
+	if (!count && !said_untraced) {
 		fprintf(stderr, "wsprof: no trace was written: the program may be statically linked or setuid "
 			"(the loader then ignores LD_PRELOAD), or the output directory is not writable\n");
 		return;
@@ -178,13 +206,6 @@ int wsp_cmd_record(int argc, char **argv)
 		fprintf(stderr, "wsprof: cannot run %s: not found or not executable\n", argv[optind]);
 		return 127;
 	}
-	struct stat st;
-	if (stat(prog, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)) && geteuid() != 0) {
-		fprintf(stderr, "wsprof: %s is setuid/setgid: the loader ignores LD_PRELOAD for it, so it cannot be "
-			"traced; run it as its owner or copy it without the set-id bit\n", prog);
-		return 1;
-	}
-
 	char cwd[PATH_MAX], pattern[PATH_MAX * 2];
 	if (!getcwd(cwd, sizeof cwd))
 		snprintf(cwd, sizeof cwd, ".");
@@ -221,6 +242,11 @@ int wsp_cmd_record(int argc, char **argv)
 	else
 		setenv("NVTX_INJECTION64_PATH", preload, 1);
 
+	char why[96];
+	bool untraced = secure_exec(prog, why, sizeof why);
+	if (untraced)
+		fprintf(stderr, "wsprof: %s %s: the loader ignores LD_PRELOAD for it, so it runs untraced "
+			"(to trace it, record a copy without the set-ID bit or capabilities)\n", prog, why);
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "wsprof: cannot fork: %s\n", strerror(errno));
@@ -238,7 +264,7 @@ int wsp_cmd_record(int argc, char **argv)
 	int status;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	report_traces(manifest, pid);
+	report_traces(manifest, pid, untraced);
 	unlink(manifest);
 	if (WIFSIGNALED(status)) {
 		fprintf(stderr, "wsprof: %s was killed by signal %d\n", argv[optind], WTERMSIG(status));

@@ -3,7 +3,10 @@
  *
  * Read once at start (and again in an exec'd program). A malformed value
  * never stops the program: one warning line on stderr, then the default.
- * Uses getenv and write(2) only: no allocation, no stdio.
+ * A relative WSPROF_OUTPUT is taken from the directory the process starts
+ * in, so that a forked child of a program that changed directory writes
+ * its trace next to its parent's. Uses getenv, getcwd and write(2) only:
+ * no allocation, no stdio.
  */
 #include "wsp.h"
 
@@ -60,9 +63,24 @@ static void env_path(const char *name, char *dst, size_t cap, const char *def)
 	snprintf(dst, cap, "%s", v && *v ? v : def);
 }
 
+/* The output pattern, made absolute from the current directory. Static
+ * buffers: one thread loads the settings, and its stack may be small. */
+static void output_path(void)
+{
+	static char rel[sizeof wsp_cfg.output], cwd[sizeof wsp_cfg.output];
+	size_t cap = sizeof wsp_cfg.output;
+	env_path("WSPROF_OUTPUT", rel, sizeof rel, "wsprof.%e.%p.wsp");
+	if (rel[0] != '/' && getcwd(cwd, sizeof cwd)) {
+		int n = snprintf(wsp_cfg.output, cap, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", rel);
+		if (n >= 0 && (size_t)n < cap)
+			return;
+	}
+	snprintf(wsp_cfg.output, cap, "%s", rel);
+}
+
 void wsp_config_load(void)
 {
-	env_path("WSPROF_OUTPUT", wsp_cfg.output, sizeof wsp_cfg.output, "wsprof.%e.%p.wsp");
+	output_path();
 	env_path("WSPROF_MANIFEST", wsp_cfg.manifest, sizeof wsp_cfg.manifest, "");
 	wsp_cfg.stack_depth = env_uint("WSPROF_STACK_DEPTH", 1, 256, 64);
 	wsp_cfg.flush_ms = env_uint("WSPROF_FLUSH_MS", 1, 60000, 200);

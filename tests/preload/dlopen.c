@@ -7,12 +7,14 @@
  * books, including the library's blocks freed by the program and the
  * program's block freed by the library. dlopen's and the loader's own
  * bookkeeping count for neither. A library's constructor allocates before
- * dlopen returns; that block still belongs to the library.
+ * dlopen returns; that block still belongs to the library. A block that
+ * outlives its library (dlclosed before the end) is still named by it.
  */
 #include "harness.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 TestSuite(dlopen, .fini = wt_cleanup, .timeout = 60);
 
@@ -63,5 +65,41 @@ Test(dlopen, a_constructor_allocation_belongs_to_its_library)
 	record_dlopen(&rec, true);
 	check(&rec, (const char *[]){ "libtestinit.so", NULL }, "init", "libtestinit.so");
 	check(&rec, (const char *[]){ "alloc_dlopen", NULL }, "prog", "alloc_dlopen alone");
+	wt_recording_free(&rec);
+}
+
+/* The library is gone by the end, yet its leaked block is named by it:
+ * the report symbolizes from the module map, which kept the library's
+ * mapping for the time it was loaded. */
+Test(dlopen, a_block_that_outlives_its_library_is_named_by_it)
+{
+	struct wt_recording rec;
+	record_dlopen(&rec, false);
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ wt_wsprof(), "report", "leaks", "--json", rec.trace, NULL });
+	wt_assert_status(&r, 0, "wsprof report leaks");
+	char why[256];
+	struct wt_json *leaks = wt_json_parse(r.out, why, sizeof why);
+	cr_assert(leaks, "wsprof report leaks --json printed no JSON (%s):\n%s", why, r.out);
+	const struct wt_json *stacks = wt_json_get(leaks, "stacks");
+	cr_assert(stacks && stacks->type == WT_JSON_ARRAY, "the leaks report has no stacks");
+	bool found = false;
+	for (size_t i = 0; i < stacks->count && !found; i++) {
+		const struct wt_json *st = &stacks->items[i];
+		uint64_t bytes = 0;
+		const char *fn = wt_json_str(st, "stack.0.function"), *module = wt_json_str(st, "stack.0.module");
+		const char *file = wt_json_str(st, "stack.0.file");
+		if (!wt_json_u64(st, "leaked_bytes", &bytes) || bytes != 77)
+			continue;
+		found = true;
+		cr_expect(fn && strcmp(fn, "testalloc_make") == 0, "the 77-byte leak is named %s, not testalloc_make",
+			  fn ? fn : "(nothing)");
+		cr_expect(module && strcmp(module, "libtestalloc.so") == 0, "the 77-byte leak is in %s",
+			  module ? module : "(no module)");
+		cr_expect(file && strstr(file, "testalloc.c"), "the 77-byte leak's file is %s", file ? file : "(none)");
+	}
+	cr_expect(found, "no leak of the 77 bytes libtestalloc.so allocated:\n%s", r.out);
+	wt_json_free(leaks);
+	wt_result_free(&r);
 	wt_recording_free(&rec);
 }

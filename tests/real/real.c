@@ -1,0 +1,534 @@
+/*
+ * real.c - real, unmodified programs under `wsprof record`, compared with
+ * plain runs of the same.
+ *
+ * Each scenario prepares a scratch directory, runs its steps there plainly,
+ * keeps what they printed, how they exited and the files they wrote, then
+ * prepares the directory afresh and runs the same steps, each under
+ * `wsprof record`. The recorded run must print the same (stderr once
+ * wsprof's closing lines about where the traces are are set aside), exit
+ * the same way and write the same files. Every trace written must be
+ * complete and read by `wsprof report summary`; the root one is the
+ * program's own (its executable), saw allocations, and never a free of a
+ * block it did not see allocated; `wsprof record` names every trace
+ * written. The programs are Debian's (./dev.sh installs them): python3
+ * running part of its own test suite (libpython3.11-testsuite), perl, git
+ * on a scratch repository, gcc compiling and linking a C file, sqlite3
+ * running a scripted workload, zstd compressing and decompressing.
+ */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+TestSuite(real, .fini = wt_cleanup, .timeout = 180);
+
+#define MAX_STEPS 8
+#define MAX_FILES 4
+
+struct step {
+	const char *argv[16];          /* argv[0]: a full path, or one in the scratch directory */
+	void (*normalize)(char *text); /* for output that differs from run to run (timings) */
+};
+
+struct scenario {
+	const char *name;
+	const char *env[16];              /* NAME=VALUE for every step */
+	void (*prepare)(const char *work);
+	struct step steps[MAX_STEPS];
+	const char *files[MAX_FILES];     /* written by the steps, compared byte for byte */
+	void (*verify)(const char *work); /* checks of the recorded run's results */
+};
+
+struct outcome {
+	struct wt_result run;
+	char *stderr_program;  /* stderr without wsprof's closing lines */
+	size_t traces_named;   /* traces `wsprof record` said it wrote */
+};
+
+static void need_program(const char *path, const char *package)
+{
+	if (access(path, F_OK) != 0)
+		cr_skip_test("%s is not installed: ./dev.sh installs it (Debian package %s)", path, package);
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+	char *path = wt_path(dir, "%s", name);
+	cr_assert_eq(wt_write_file(path, text, strlen(text)), 0, "cannot write %s", path);
+	free(path);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* The plain run's scratch directory goes, whatever WSPROF_TEST_KEEP says:
+ * the recorded run needs the same path. */
+static void remove_tree(const char *dir)
+{
+	cr_assert_eq(nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0, "cannot remove %s", dir);
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* `wsprof record` ends its stderr with lines saying where the traces are;
+ * cut them off (they follow everything the program wrote) and count the
+ * traces they name. Anything else from wsprof stays and fails the
+ * comparison: the preload library has nothing to say about a healthy run. */
+static char *split_wsprof_lines(const char *err, size_t *named)
+{
+	char *text = strdup(err);
+	size_t len = strlen(text);
+	*named = 0;
+	while (len) {
+		size_t start = len - 1;
+		while (start && text[start - 1] != '\n')
+			start--;
+		const char *line = text + start;
+		unsigned long more;
+		if (starts_with(line, "wsprof: trace of ")) {
+			(*named)++;
+		} else if (sscanf(line, "wsprof: ... and %lu more traces", &more) == 1) {
+			*named += more;
+		} else if (!starts_with(line, "wsprof: see it with: ")) {
+			break;
+		}
+		text[start] = 0;
+		len = start;
+	}
+	return text;
+}
+
+static void run_step(const struct scenario *s, const struct step *st, const char *work, const char *trace,
+		     struct outcome *out)
+{
+	const char *argv[64];
+	size_t n = 0;
+	argv[n++] = "/usr/bin/env";
+	argv[n++] = "-C";
+	argv[n++] = work;
+	for (size_t i = 0; s->env[i]; i++)
+		argv[n++] = s->env[i];
+	if (trace) {
+		argv[n++] = wt_wsprof();
+		argv[n++] = "record";
+		argv[n++] = "-o";
+		argv[n++] = trace;
+		argv[n++] = "--";
+	}
+	for (size_t i = 0; st->argv[i]; i++)
+		argv[n++] = st->argv[i];
+	argv[n] = NULL;
+	int err = wt_run(&out->run, argv);
+	cr_assert_eq(err, 0, "%s: cannot run %s: %s", s->name, st->argv[0], strerror(-err));
+	out->stderr_program = trace ? split_wsprof_lines(out->run.err, &out->traces_named) : strdup(out->run.err);
+	if (st->normalize) {
+		st->normalize(out->run.out);
+		st->normalize(out->stderr_program);
+	}
+}
+
+static void outcome_free(struct outcome *o)
+{
+	wt_result_free(&o->run);
+	free(o->stderr_program);
+}
+
+static const char *step_text(const struct step *st, char *buf, size_t cap)
+{
+	size_t n = 0;
+	buf[0] = 0;
+	for (size_t i = 0; st->argv[i] && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? " " : "", st->argv[i]);
+	return buf;
+}
+
+/* The traces of one recorded step: `base` and `base.*` in `dir`. */
+static size_t check_traces(const char *dir, const char *base, const char *work, const struct step *st,
+			   const char *what)
+{
+	char *program = st->argv[0][0] == '/' ? strdup(st->argv[0]) : wt_path(work, "%s", st->argv[0]);
+	DIR *d = opendir(dir);
+	cr_assert(d, "cannot list %s", dir);
+	size_t found = 0, baselen = strlen(base);
+	bool root_seen = false;
+	for (struct dirent *de; (de = readdir(d));) {
+		if (strncmp(de->d_name, base, baselen) != 0 || (de->d_name[baselen] && de->d_name[baselen] != '.'))
+			continue;
+		found++;
+		char *trace = wt_path(dir, "%s", de->d_name);
+		struct wt_json *s = wt_summary(trace, NULL);
+		bool complete = false;
+		cr_expect(wt_json_bool(s, "complete", &complete) && complete, "%s: trace %s is not complete", what,
+			  trace);
+		uint64_t allocations = 0, frees = 0;
+		wt_json_u64(s, "kinds.heap.allocations", &allocations);
+		wt_json_u64(s, "kinds.heap.frees", &frees);
+		cr_expect_leq(frees, allocations, "%s: trace %s has more heap frees than allocations", what, trace);
+		if (!de->d_name[baselen]) {
+			root_seen = true;
+			char exe[PATH_MAX];
+			const char *got = wt_json_str(s, "process.exe");
+			cr_expect(realpath(program, exe) && got && strcmp(got, exe) == 0,
+				  "%s: the root trace is of %s, not of the program (%s)", what, got ? got : "(none)",
+				  st->argv[0]);
+			cr_expect_gt(allocations, 0, "%s: the root trace saw no heap allocation", what);
+			cr_expect_eq(wt_u64(s, "untracked_frees"), 0,
+				     "%s: the program freed blocks whose allocation wsprof missed", what);
+		}
+		wt_json_free(s);
+		free(trace);
+	}
+	closedir(d);
+	free(program);
+	cr_expect(root_seen, "%s: no trace %s/%s was written", what, dir, base);
+	return found;
+}
+
+static char *read_or_null(const char *dir, const char *name, size_t *len)
+{
+	char *path = wt_path(dir, "%s", name);
+	char *data = wt_read_file(path, len);
+	free(path);
+	return data;
+}
+
+static void run_scenario(const struct scenario *s)
+{
+	const char *base = wt_test_dir();
+	char *work = wt_path(base, "work"), *traces = wt_path(base, "traces");
+	cr_assert_eq(mkdir(traces, 0755), 0);
+	struct outcome plain[MAX_STEPS] = { 0 }, recorded[MAX_STEPS] = { 0 };
+	char *plain_files[MAX_FILES] = { 0 };
+	size_t plain_len[MAX_FILES] = { 0 };
+
+	cr_assert_eq(mkdir(work, 0755), 0);
+	s->prepare(work);
+	for (size_t i = 0; s->steps[i].argv[0]; i++)
+		run_step(s, &s->steps[i], work, NULL, &plain[i]);
+	for (size_t f = 0; s->files[f]; f++) {
+		plain_files[f] = read_or_null(work, s->files[f], &plain_len[f]);
+		cr_assert(plain_files[f], "%s: the plain run wrote no %s", s->name, s->files[f]);
+	}
+	remove_tree(work);
+
+	cr_assert_eq(mkdir(work, 0755), 0);
+	s->prepare(work);
+	for (size_t i = 0; s->steps[i].argv[0]; i++) {
+		char base_name[32], *trace, what[512];
+		snprintf(base_name, sizeof base_name, "step%zu.wsp", i + 1);
+		trace = wt_path(traces, "%s", base_name);
+		step_text(&s->steps[i], what, sizeof what);
+		run_step(s, &s->steps[i], work, trace, &recorded[i]);
+
+		cr_expect_eq(recorded[i].run.status, plain[i].run.status,
+			     "%s: exit status %d under wsprof, %d without; stderr:\n%s", what, recorded[i].run.status,
+			     plain[i].run.status, recorded[i].run.err);
+		cr_expect_str_eq(recorded[i].run.out, plain[i].run.out, "%s: stdout differs under wsprof", what);
+		cr_expect_str_eq(recorded[i].stderr_program, plain[i].stderr_program,
+				 "%s: stderr differs under wsprof", what);
+		size_t found = check_traces(traces, base_name, work, &s->steps[i], what);
+		cr_expect_eq(found, recorded[i].traces_named, "%s: %zu traces written, wsprof record named %zu", what,
+			     found, recorded[i].traces_named);
+		free(trace);
+	}
+	for (size_t f = 0; s->files[f]; f++) {
+		size_t len = 0;
+		char *data = read_or_null(work, s->files[f], &len);
+		cr_expect(data && len == plain_len[f] && memcmp(data, plain_files[f], len) == 0,
+			  "%s: %s differs from the plain run's", s->name, s->files[f]);
+		free(data);
+		free(plain_files[f]);
+	}
+	if (s->verify)
+		s->verify(work);
+	for (size_t i = 0; s->steps[i].argv[0]; i++) {
+		outcome_free(&plain[i]);
+		outcome_free(&recorded[i]);
+	}
+	free(work);
+	free(traces);
+}
+
+/* ---- python3 ---------------------------------------------------------- */
+
+/* unittest's "Ran N tests in 0.123s": the time is the only thing allowed
+ * to differ. */
+static void drop_test_time(char *text)
+{
+	for (char *p = text; (p = strstr(p, "Ran ")); p += 4) {
+		char *in = strstr(p, " tests in ");
+		if (!in || memchr(p, '\n', (size_t)(in - p)))
+			continue;
+		char *num = in + strlen(" tests in "), *end = num;
+		while ((*end >= '0' && *end <= '9') || *end == '.')
+			end++;
+		if (end > num && *end == 's')
+			memmove(num, end, strlen(end) + 1);
+	}
+}
+
+static void no_preparation(const char *work)
+{
+	(void)work;
+}
+
+Test(real, python3_runs_part_of_its_own_test_suite)
+{
+	need_program("/usr/bin/python3", "python3");
+	need_program("/usr/lib/python3.11/test/test_bisect.py", "libpython3.11-testsuite");
+	/* Test modules of Python's own suite that run in a second, one of
+	 * which starts a child interpreter through subprocess (vfork, and
+	 * close_range over every descriptor in the child). */
+	struct scenario s = {
+		.name = "python3",
+		.env = { "PYTHONDONTWRITEBYTECODE=1", "PYTHONHASHSEED=0", NULL },
+		.prepare = no_preparation,
+		.steps = { { { "/usr/bin/python3", "-m", "unittest", "test.test_bisect", "test.test_textwrap",
+			       "test.test_fractions", "test.test_json.test_tool.TestTool.test_stdin_stdout", NULL },
+			     drop_test_time } },
+	};
+	run_scenario(&s);
+}
+
+/* ---- perl ------------------------------------------------------------- */
+
+static const char perl_script[] =
+	"use strict; use warnings;\n"
+	"my %h;\n"
+	"for my $i (1 .. 40000) { $h{\"key$i\"} = join(',', map { $_ * $i } 1 .. 5); }\n"
+	"my @k = sort { length($a) <=> length($b) || $a cmp $b } keys %h;\n"
+	"(my $t = join('', map { $h{$_} } @k[0 .. 1999])) =~ s/(\\d+)/<$1>/g;\n"
+	"my %count; $count{$_}++ for split //, $t;\n"
+	"printf \"%d keys, %d characters, %d distinct\\n\", scalar(@k), length($t), scalar(keys %count);\n"
+	"print join(' ', map { \"$_=$count{$_}\" } sort keys %count), \"\\n\";\n"
+	"my @rows = map { [$_, 'x' x ($_ % 300)] } 1 .. 20000;\n"
+	"my $sum = 0; $sum += length($_->[1]) for @rows;\n"
+	"print \"$sum\\n\";\n"
+	"open(my $out, '>', 'words.txt') or die; print $out \"$_\\n\" for @k[0 .. 999]; close $out;\n"
+	"warn \"perl: done\\n\";\n"
+	"exit 3;\n";
+
+static void perl_prepare(const char *work)
+{
+	write_text(work, "work.pl", perl_script);
+}
+
+Test(real, perl_hashes_sorts_and_regexes)
+{
+	need_program("/usr/bin/perl", "perl-base");
+	struct scenario s = {
+		.name = "perl",
+		.env = { "PERL_HASH_SEED=0", "PERL_PERTURB_KEYS=0", NULL },
+		.prepare = perl_prepare,
+		.steps = { { { "/usr/bin/perl", "work.pl", NULL } } },
+		.files = { "words.txt", NULL },
+	};
+	run_scenario(&s);
+}
+
+/* ---- git -------------------------------------------------------------- */
+
+static void git_prepare(const char *work)
+{
+	char *repo = wt_path(work, "repo");
+	cr_assert_eq(mkdir(repo, 0755), 0);
+	for (int f = 1; f <= 40; f++) {
+		char name[32], text[8192];
+		size_t n = 0;
+		for (int line = f; line <= 600 && n < sizeof text - 16; line++)
+			n += (size_t)snprintf(text + n, sizeof text - n, "%d\n", line);
+		snprintf(name, sizeof name, "f%d.txt", f);
+		write_text(repo, name, text);
+	}
+	free(repo);
+}
+
+Test(real, git_on_a_scratch_repository)
+{
+	need_program("/usr/bin/git", "git");
+	struct scenario s = {
+		.name = "git",
+		/* Fixed names and dates: the same commits, the same hashes. */
+		.env = { "HOME=.", "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=t@example.org",
+			 "GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=t@example.org",
+			 "GIT_AUTHOR_DATE=2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2024-01-01T00:00:00Z", NULL },
+		.prepare = git_prepare,
+		.steps = {
+			{ { "/usr/bin/git", "-C", "repo", "init", "-b", "main", NULL } },
+			{ { "/usr/bin/git", "-C", "repo", "add", ".", NULL } },
+			{ { "/usr/bin/git", "-C", "repo", "commit", "-m", "first", NULL } },
+			{ { "/usr/bin/git", "-C", "repo", "mv", "f1.txt", "one.txt", NULL } },
+			{ { "/usr/bin/git", "-C", "repo", "commit", "-m", "second", NULL } },
+			{ { "/usr/bin/git", "-C", "repo", "log", "--stat", "--format=%H %an %s", NULL } },
+			{ { "/usr/bin/git", "-C", "repo", "show", "HEAD~1:f2.txt", NULL } },
+			{ { "/usr/bin/git", "-C", "repo", "cat-file", "-p", "HEAD^{tree}", NULL } },
+		},
+	};
+	run_scenario(&s);
+}
+
+/* ---- gcc -------------------------------------------------------------- */
+
+static const char c_program[] =
+	"#include <stdio.h>\n"
+	"#include <stdlib.h>\n"
+	"#include <string.h>\n"
+	"\n"
+	"struct node {\n"
+	"	struct node *next;\n"
+	"	char name[24];\n"
+	"};\n"
+	"\n"
+	"static int twice(int x)\n"
+	"{\n"
+	"	int unused; /* a warning, so that stderr has something to compare */\n"
+	"	return 2 * x;\n"
+	"}\n"
+	"\n"
+	"int main(void)\n"
+	"{\n"
+	"	struct node *head = NULL;\n"
+	"	for (int i = 0; i < 1000; i++) {\n"
+	"		struct node *n = malloc(sizeof *n);\n"
+	"		snprintf(n->name, sizeof n->name, \"node-%d\", i);\n"
+	"		n->next = head;\n"
+	"		head = n;\n"
+	"	}\n"
+	"	unsigned long sum = 0;\n"
+	"	for (struct node *n = head; n; n = n->next)\n"
+	"		sum += strlen(n->name);\n"
+	"	printf(\"%lu characters in 1000 names\\n\", sum);\n"
+	"	while (head) {\n"
+	"		struct node *next = head->next;\n"
+	"		free(head);\n"
+	"		head = next;\n"
+	"	}\n"
+	"	return twice(2);\n"
+	"}\n";
+
+static void gcc_prepare(const char *work)
+{
+	write_text(work, "names.c", c_program);
+}
+
+Test(real, gcc_compiles_and_links_a_c_file)
+{
+	need_program("/usr/bin/gcc", "gcc");
+	/* The driver runs cc1, as and collect2, which runs ld: a trace each.
+	 * The program built under wsprof is the same, and runs the same. */
+	struct scenario s = {
+		.name = "gcc",
+		.env = { "LC_ALL=C", NULL },
+		.prepare = gcc_prepare,
+		.steps = {
+			{ { "/usr/bin/gcc", "-O2", "-Wall", "-c", "names.c", "-o", "names.o", NULL } },
+			{ { "/usr/bin/gcc", "names.o", "-o", "names", NULL } },
+			{ { "./names", NULL } },
+		},
+		.files = { "names.o", "names", NULL },
+	};
+	run_scenario(&s);
+}
+
+/* ---- sqlite3 ---------------------------------------------------------- */
+
+static const char sql_script[] =
+	"CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, score REAL);\n"
+	"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)\n"
+	"INSERT INTO t(name, score) SELECT printf('row-%05d', i), (i * 7919) % 1000 / 10.0 FROM n;\n"
+	"CREATE INDEX t_score ON t(score);\n"
+	"SELECT count(*), sum(score), min(name), max(name) FROM t;\n"
+	"SELECT name, score FROM t WHERE score > 99.5 ORDER BY score DESC, name LIMIT 5;\n"
+	"UPDATE t SET score = score + 1 WHERE id % 3 = 0;\n"
+	"DELETE FROM t WHERE id % 5 = 0;\n"
+	"SELECT count(*), round(avg(score), 3) FROM t;\n"
+	"SELECT substr(name, 1, 5) AS p, count(*) FROM t GROUP BY p;\n"
+	"SELECT * FROM no_such_table;\n";
+
+static void sqlite_prepare(const char *work)
+{
+	write_text(work, "work.sql", sql_script);
+}
+
+Test(real, sqlite3_runs_a_scripted_workload)
+{
+	need_program("/usr/bin/sqlite3", "sqlite3");
+	/* The last statement fails: an error on stderr and a nonzero exit. */
+	struct scenario s = {
+		.name = "sqlite3",
+		.env = { "HOME=.", NULL },
+		.prepare = sqlite_prepare,
+		.steps = { { { "/usr/bin/sqlite3", "-batch", "work.db", ".read work.sql", NULL } } },
+		.files = { "work.db", NULL },
+	};
+	run_scenario(&s);
+}
+
+/* ---- zstd ------------------------------------------------------------- */
+
+#define ZSTD_INPUT_LINES 100000
+
+/* Text that compresses like text: words picked by a fixed generator. */
+static void zstd_prepare(const char *work)
+{
+	static const char *const words[] = { "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta" };
+	char *path = wt_path(work, "data");
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "cannot write %s", path);
+	uint64_t x = 7;
+	for (int line = 0; line < ZSTD_INPUT_LINES; line++) {
+		for (int w = 0; w < 6; w++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			fprintf(f, "%s ", words[x >> 61]);
+		}
+		fprintf(f, "%d\n", line);
+	}
+	cr_assert_eq(fclose(f), 0);
+	free(path);
+}
+
+static void zstd_verify(const char *work)
+{
+	size_t a, b;
+	char *data = read_or_null(work, "data", &a), *back = read_or_null(work, "back", &b);
+	cr_expect(data && back && a == b && memcmp(data, back, a) == 0,
+		  "zstd under wsprof did not give back the data it compressed");
+	free(data);
+	free(back);
+}
+
+Test(real, zstd_compresses_and_decompresses)
+{
+	need_program("/usr/bin/zstd", "zstd");
+	/* -T2: compression on worker threads of zstd's own. */
+	struct scenario s = {
+		.name = "zstd",
+		.env = { NULL },
+		.prepare = zstd_prepare,
+		.steps = {
+			{ { "/usr/bin/zstd", "-q", "-T2", "-6", "data", "-o", "data.zst", NULL } },
+			{ { "/usr/bin/zstd", "-q", "-d", "data.zst", "-o", "back", NULL } },
+			{ { "/usr/bin/zstd", "-l", "data.zst", NULL } },
+			{ { "/usr/bin/zstd", "-t", "no-such-file.zst", NULL } },
+		},
+		.files = { "data.zst", "back", NULL },
+		.verify = zstd_verify,
+	};
+	run_scenario(&s);
+}
