@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")"
 BUILD=${WSPROF_BUILD_DIR:-build}
 
-packages="meson ninja-build pkgconf gcc g++ python3 libunwind-dev libzstd-dev libdw-dev libcriterion-dev libcairo2-dev fonts-dejavu-core poppler-utils"
+packages="meson ninja-build pkgconf gcc g++ python3 libunwind-dev libzstd-dev libdw-dev libcriterion-dev libcairo2-dev fonts-dejavu-core poppler-utils git sqlite3 zstd libpython3.11-testsuite clang libclang-rt-14-dev llvm valgrind"
 
 install_missing() {
 	missing=""
@@ -35,6 +35,35 @@ build() {
 		meson setup "$BUILD" >/dev/null
 	fi
 	ninja -C "$BUILD"
+}
+
+# The checked build: clang with ASan and UBSan (stopping at the first
+# finding), where the fuzz target is built too (tests/fuzz). It runs what
+# reads traces: the unit tests, the golden reports and the fuzz seeds. Not
+# the preload library and what records with it (suites preload, cuda,
+# nvtx, access, reports): ASan's runtime must come first in a process,
+# which a library preloaded into uninstrumented programs cannot be.
+CHECKED=${BUILD%/}-checked
+checked() {
+	if [ -f "$CHECKED/build.ninja" ]; then
+		meson setup --reconfigure "$CHECKED" >/dev/null || return 1
+	else
+		CC=clang CXX=clang++ meson setup "$CHECKED" -Db_sanitize=address,undefined -Db_lundef=false \
+			>/dev/null || return 1
+	fi
+	rm -f "$CHECKED/meson-logs/testlog.txt"
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C "$CHECKED" --suite unit --suite golden --suite fuzz --no-suite preload --print-errorlogs
+}
+
+# counted COMMAND...: a check outside meson test, one pass or one failure.
+counted() {
+	if "$@"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		status=1
+	fi
 }
 
 demo() {
@@ -76,12 +105,26 @@ test)
 	build
 	status=0
 	meson test -C "$BUILD" --print-errorlogs || status=$?
-	# One closing line over every criterion test case of every suite; a test
-	# program that died before its own synthesis counts as one failure.
-	awk '/Synthesis: Tested:/ { p += $7; f += $10 + $13 }
+	set -- "$BUILD/meson-logs/testlog.txt"
+	passed=0 failed=0
+	checked || status=1
+	if [ -f "$CHECKED/meson-logs/testlog.txt" ]; then
+		set -- "$@" "$CHECKED/meson-logs/testlog.txt"
+	else
+		failed=1 # the checked build did not even build
+	fi
+	# The reader and the model fuzzed for a minute (tests/fuzz), the
+	# recorder's threads under helgrind (tests/preload/helgrind.sh).
+	counted tests/fuzz/run.sh "$CHECKED" 60
+	counted tests/preload/helgrind.sh "$BUILD"
+	# One closing line over every criterion test case of every suite of both
+	# builds, with the fuzz and helgrind runs (and a checked build that
+	# failed to build) as one each; a test program that died before its own
+	# synthesis counts as one failure.
+	awk -v p="$passed" -v f0="$failed" 'FNR == 1 { f0 += dead > f ? dead : f; dead = f = 0 }
+	     /Synthesis: Tested:/ { p += $7; f += $10 + $13 }
 	     /^(Fail|Timeout):/ { dead += $2 }
-	     END { if (dead > f) f = dead; printf "%d passed, %d failed\n", p, f }' \
-		"$BUILD/meson-logs/testlog.txt"
+	     END { f0 += dead > f ? dead : f; printf "%d passed, %d failed\n", p, f0 }' "$@"
 	exit $status
 	;;
 *) echo "usage: ./dev.sh demo | test" >&2; exit 2 ;;

@@ -23,6 +23,7 @@
 #include "wsprof/trace.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +82,7 @@ struct wsprof_trace {
 
 	struct stack_node *stacks;
 	size_t nstacks;           /* table capacity */
-	uint64_t max_stack;       /* highest id defined */
+	uint64_t defined_stacks;  /* distinct ids defined */
 
 	struct module *mods;
 	size_t nmods, modcap;
@@ -349,8 +350,12 @@ const wsprof_process *wsprof_trace_process(const wsprof_trace *t)
 
 static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 {
-	/* Ids come from one counter: a far jump is corruption, not a reason to allocate. */
-	if (id == 0 || id > t->max_stack + (1u << 20))
+	/* Ids come from one counter and each is defined once, the ones still
+	 * in other threads' buffers a little later: an id far beyond the count
+	 * of those defined is corruption, not a reason to allocate. (Far beyond
+	 * the highest would not do: a run of far jumps, each from the last,
+	 * makes a few hundred bytes ask for gigabytes.) */
+	if (id == 0 || id > t->defined_stacks + (1u << 20))
 		return WSPROF_E_CORRUPT;
 	if (id >= t->nstacks) {
 		size_t cap = t->nstacks, need = (size_t)id + 1;
@@ -359,9 +364,9 @@ static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 		memset(t->stacks + t->nstacks, 0, (cap - t->nstacks) * sizeof *t->stacks);
 		t->nstacks = cap;
 	}
+	if (!t->stacks[id].defined)
+		t->defined_stacks++;
 	t->stacks[id] = (struct stack_node){ parent, ip, true };
-	if (id > t->max_stack)
-		t->max_stack = id;
 	return 0;
 }
 
@@ -396,11 +401,23 @@ static uint64_t get_addr(struct segment *s, struct wsp_cursor *r)
 	return s->addr;
 }
 
+/* A device ordinal, written plus one (0: none). One that no int holds is
+ * corrupt. */
+static int get_device(struct wsp_cursor *r)
+{
+	uint64_t d = wsp_get_field(r);
+	if (d > (uint64_t)INT_MAX + 1) {
+		r->bad = true;
+		return -1;
+	}
+	return d ? (int)(d - 1) : -1;
+}
+
 /* CUDA events append the device (+1, 0: none), the stream and, for
  * allocations, the VMM handle a mapping maps (format 1.1). */
 static void get_cuda_fields(wsprof_event *ev, struct wsp_cursor *r, bool handle)
 {
-	ev->device = (int)wsp_get_field(r) - 1;
+	ev->device = get_device(r);
 	ev->stream = wsp_get_field(r);
 	if (handle)
 		ev->handle = wsp_get_field(r);
@@ -515,7 +532,7 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		break;
 	case WSP_REC_DEVICE_MEMORY:
 		p->ev.type = WSPROF_EV_DEVICE_MEMORY;
-		p->ev.device = (int)wsp_get_field(r) - 1;
+		p->ev.device = get_device(r);
 		p->ev.device_free = wsp_get_field(r);
 		p->ev.device_total = wsp_get_field(r);
 		break;

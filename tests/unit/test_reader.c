@@ -16,6 +16,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -854,6 +855,49 @@ Test(reader_stacks, ids_doubling_record_after_record_are_corrupt_not_a_giant_tab
 	tb_fini(&b);
 }
 
+/* Each id a million past the last was within reach of the highest id so
+ * far, so a few hundred bytes of STACK records asked for gigabytes (3 GB
+ * from 322 bytes); the count of ids defined bounds the table now. */
+Test(reader_stacks, ids_stepping_a_million_record_after_record_are_corrupt_not_a_giant_table)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	tb_header(&b, NULL);
+	tb_segment(&b, 1, 0, 0);
+	for (uint64_t s = 1; s <= 4; s++)
+		tb_ev_alloc(&b, s, s, 0, 0, 0x1000 * s, 8, 0);
+	tb_sync(&b, 5, 5);
+	tb_chunk(&b);
+	tb_segment(&b, 1, 4, 4);
+	for (uint64_t step = 1; step <= 400; step++)
+		tb_stack(&b, step << 20, 0, 0x400000 + step);
+	tb_ev_alloc(&b, 5, 5, 0, 0, 0x5000, 8, 400ull << 20);
+	tb_sync(&b, 6, 6);
+	tb_chunk(&b);
+	tb_footer(&b, 6);
+	char *path = tb_save_temp(&b);
+	cr_assert_not_null(path);
+
+	size_t cap = vm_size_bytes() + (256u << 20);
+	struct rlimit rl = { cap, cap };
+	cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);
+	wsprof_trace *t;
+	int err = wsprof_trace_open(path, &t);
+	unlink(path);
+	free(path);
+	cr_assert_eq(err, 0, "open: %s", wsprof_strerror(err));
+	wsprof_event ev;
+	size_t n = 0;
+	int r;
+	while ((r = wsprof_trace_next(t, &ev)) > 0)
+		n++;
+	cr_expect_eq(r, 0, "reading ended with %d (%s), not with a corrupt trace", r, wsprof_strerror(r));
+	cr_expect_eq(n, 4, "the events of the good chunk");
+	cr_expect_eq(status_of(t).error, WSPROF_E_CORRUPT);
+	wsprof_trace_close(t);
+	tb_fini(&b);
+}
+
 /* ---- modules -------------------------------------------------------- */
 
 Test(reader_modules, module_map_follows_the_stream)
@@ -1347,6 +1391,36 @@ Test(reader_status, malformed_record_stops_the_stream_at_the_damage)
 	cr_expect_eq(st.error, WSPROF_E_CORRUPT, "%s", wsprof_strerror(st.error));
 	cr_expect_not(st.complete);
 	cr_expect_eq(st.chunks, 2, "the damaged chunk is not counted as read");
+	wsprof_trace_close(t);
+	tb_fini(&b);
+}
+
+/* Found by tests/fuzz: a device written as 2^31 (device INT_MAX, plus one)
+ * overflowed an int on the way out. */
+Test(reader_status, device_ordinal_beyond_an_int_is_corrupt)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	tb_header(&b, NULL);
+	tb_segment(&b, 7, 0, 0);
+	const struct tb_cuda_tag last = { INT_MAX, 0, 0 };
+	tb_ev_cuda_alloc(&b, 1, 100, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_ALLOC, 0x7f0000200000, 4096, 0,
+			 &last);
+	/* A device sample of seq 2, time 110, for device 2^32 - 1 (written plus one). */
+	const uint64_t beyond[] = { 1, 10, 1ull << 32, 1, 2 };
+	tb_record(&b, WSP_REC_DEVICE_MEMORY, beyond, 5);
+	tb_sync(&b, 3, 120);
+	tb_chunk(&b);
+	tb_footer(&b, 130);
+
+	wsprof_trace *t = open_built(&b);
+	wsprof_event e[4];
+	size_t n = read_all(t, e, 4);
+	cr_assert_eq(n, 1, "the allocation, and not the sample after it");
+	cr_expect_eq(e[0].device, INT_MAX, "the largest device an int holds");
+	wsprof_trace_status st = status_of(t);
+	cr_expect_eq(st.error, WSPROF_E_CORRUPT, "%s", wsprof_strerror(st.error));
+	cr_expect_not(st.complete);
 	wsprof_trace_close(t);
 	tb_fini(&b);
 }
