@@ -140,18 +140,6 @@ static size_t group_size(size_t n)
 	return n > POINTS_MAX ? (n + POINTS_MAX - 1) / POINTS_MAX : 1;
 }
 
-/* The bytes a working-set window stands for: one kind's, or (kind < 0)
- * everything accessed, in blocks or not. */
-static uint64_t wss_bytes(const struct wsp_wss_point *p, int kind)
-{
-	if (kind >= 0)
-		return p->kind_bytes[kind];
-	uint64_t sum = p->unattributed_bytes;
-	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
-		sum += p->kind_bytes[k];
-	return sum;
-}
-
 /* Each group of windows shows its highest from its first window's start
  * and falls to 0 where no window follows. */
 static void wss_track(struct exporter *e, const char *name, const struct wsp_wss_point *pts, size_t n, int kind)
@@ -163,7 +151,7 @@ static void wss_track(struct exporter *e, const char *name, const struct wsp_wss
 		size_t end = i + g < n ? i + g : n;
 		uint64_t most = 0;
 		for (size_t k = i; k < end; k++)
-			most = wss_bytes(&pts[k], kind) > most ? wss_bytes(&pts[k], kind) : most;
+			most = wsp_wss_point_bytes(&pts[k], -1, kind) > most ? wsp_wss_point_bytes(&pts[k], -1, kind) : most;
 		counter(e, &t, pts[i].start_ns, most);
 		if (end == n || us(pts[end].start_ns) > us(pts[end - 1].end_ns))
 			counter(e, &t, pts[end - 1].end_ns, 0);

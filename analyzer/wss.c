@@ -141,3 +141,15 @@ size_t wsp_wss_points(const struct wsp_wss *w, const struct wsp_wss_point **poin
 	*points = w->points;
 	return w->npoints;
 }
+
+uint64_t wsp_wss_point_bytes(const struct wsp_wss_point *p, int source, int kind)
+{
+	if (source >= 0)
+		return p->bytes[source];
+	if (kind >= 0)
+		return p->kind_bytes[kind];
+	uint64_t sum = p->unattributed_bytes;
+	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
+		sum += p->kind_bytes[k];
+	return sum;
+}

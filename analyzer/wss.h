@@ -38,5 +38,9 @@ int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t wi
 /* Close the last bucket. */
 int wsp_wss_finish(struct wsp_wss *w);
 size_t wsp_wss_points(const struct wsp_wss *w, const struct wsp_wss_point **points);
+/* The bytes a point stands for: one source's (source >= 0), one kind's
+ * (kind >= 0), or everything accessed, in blocks or not, each byte once
+ * however many sources saw it. */
+uint64_t wsp_wss_point_bytes(const struct wsp_wss_point *p, int source, int kind);
 
 #endif

@@ -16,18 +16,6 @@ static const char *const source_words[WSPROF_ACCESS_SOURCE_COUNT] = {
 	"written pages", "DAMON", "inferred (kernel launches)", "annotations",
 };
 
-static uint64_t point_value(const struct wsp_wss_point *p, int kind, int source)
-{
-	if (source >= 0)
-		return p->bytes[source];
-	if (kind >= 0)
-		return p->kind_bytes[kind];
-	uint64_t sum = p->unattributed_bytes;
-	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
-		sum += p->kind_bytes[k];
-	return sum;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -46,7 +34,7 @@ static void draw_series(cairo_t *cr, const struct wsp_loaded *l, const struct ws
 	}
 	double ymax = 0;
 	for (size_t i = 0; i < n; i++) {
-		double v = (double)point_value(&pts[i], kind, -1);
+		double v = (double)wsp_wss_point_bytes(&pts[i], -1, kind);
 		for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
 			if ((double)pts[i].bytes[s] > v)
 				v = (double)pts[i].bytes[s];
@@ -74,7 +62,7 @@ static void draw_series(cairo_t *cr, const struct wsp_loaded *l, const struct ws
 		size_t m = 0;
 		uint64_t any = 0;
 		for (size_t i = 0; i < n; i++) {
-			uint64_t v = s < 0 ? point_value(&pts[i], kind, -1) : pts[i].bytes[s];
+			uint64_t v = s < 0 ? wsp_wss_point_bytes(&pts[i], -1, kind) : pts[i].bytes[s];
 			any |= v;
 			x[m] = (double)pts[i].start_ns / 1e9;
 			y[m++] = (double)v;
@@ -104,7 +92,7 @@ static void draw_distribution(cairo_t *cr, const struct wsp_wss_point *pts, size
 	if (!v)
 		return;
 	for (size_t i = 0; i < n; i++)
-		v[i] = point_value(&pts[i], kind, -1);
+		v[i] = wsp_wss_point_bytes(&pts[i], -1, kind);
 	qsort(v, n, sizeof *v, cmp_u64);
 	unsigned __int128 sum = 0;
 	for (size_t i = 0; i < n; i++)

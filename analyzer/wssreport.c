@@ -52,26 +52,13 @@ static struct dist distribution(uint64_t *v, size_t n)
 	return d;
 }
 
-/* The value of one point for one source (or all, -1) and kind (or all, -1). */
-static uint64_t value(const struct wsp_wss_point *p, int source, int kind)
-{
-	if (kind >= 0)
-		return p->kind_bytes[kind];
-	if (source >= 0)
-		return p->bytes[source];
-	uint64_t sum = 0;
-	for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
-		sum += p->bytes[s];
-	return sum;
-}
-
 static struct dist dist_of(const struct wsp_wss_point *pts, size_t n, int source, int kind)
 {
 	uint64_t *v = malloc((n ? n : 1) * sizeof *v);
 	if (!v)
 		return (struct dist){ 0 };
 	for (size_t i = 0; i < n; i++)
-		v[i] = value(&pts[i], source, kind);
+		v[i] = wsp_wss_point_bytes(&pts[i], source, kind);
 	struct dist d = distribution(v, n);
 	free(v);
 	return d;
@@ -201,7 +188,7 @@ int wsp_cmd_wss(int argc, char **argv)
 			wsp_json_begin_object(&j, NULL);
 			wsp_json_seconds(&j, "start_s", pts[i].start_ns);
 			wsp_json_seconds(&j, "end_s", pts[i].end_ns);
-			wsp_json_uint(&j, "bytes", value(&pts[i], -1, k));
+			wsp_json_uint(&j, "bytes", wsp_wss_point_bytes(&pts[i], -1, k));
 			wsp_json_begin_object(&j, "by_source");
 			for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
 				wsp_json_uint(&j, source_names[s], pts[i].bytes[s]);
@@ -245,7 +232,7 @@ int wsp_cmd_wss(int argc, char **argv)
 			size_t step = n > 40 ? (n + 39) / 40 : 1; /* at most about 40 lines; --json has them all */
 			for (size_t i = 0; i < n; i += step) {
 				char b[32], kb[32];
-				printf("  %8.3f s %10s ", (double)pts[i].end_ns / 1e9, wsp_human_bytes(b, sizeof b, value(&pts[i], -1, k)));
+				printf("  %8.3f s %10s ", (double)pts[i].end_ns / 1e9, wsp_human_bytes(b, sizeof b, wsp_wss_point_bytes(&pts[i], -1, k)));
 				for (unsigned kk = 0; kk < WSPROF_KIND_COUNT; kk++)
 					if (pts[i].kind_bytes[kk] && k < 0)
 						printf(" %s %s", wsprof_kind_name(kk), wsp_human_bytes(kb, sizeof kb, pts[i].kind_bytes[kk]));
