@@ -508,7 +508,7 @@ static int address_rows(struct heat *h, struct view *v)
 {
 	const struct wsp_heatmap_options *o = h->opt;
 	int err = spans_flush(&h->spans);
-	size_t n;
+	size_t n = 0;
 	struct span *seg = err ? NULL : layout_segments(&h->spans, 0, UINT64_MAX, &n, &err);
 	v->nsegments = n;
 	v->segment = SIZE_MAX;
