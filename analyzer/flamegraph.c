@@ -225,10 +225,7 @@ int wsp_cmd_flame(int argc, char **argv)
 	int rc = 0;
 	if (!folded && page_output(output)) {
 		struct wsp_doc *doc = wsp_doc_open(output, false);
-		rc = !doc || wsp_flame_draw(doc, &l, kind, metric) || wsp_doc_close(doc);
-		if (!rc)
-			fprintf(stderr, "wsprof: wrote %s\n", output);
-		wsp_doc_free(doc);
+		rc = wsp_doc_finish(doc, doc && wsp_flame_draw(doc, &l, kind, metric) == 0);
 		wsp_loaded_free(&l);
 		return rc;
 	}

@@ -2010,11 +2010,7 @@ int wsp_cmd_heatmap(int argc, char **argv)
 		struct wsp_doc *doc = wsp_doc_open(out, false);
 		if (!doc)
 			return 1;
-		int status = wsp_heatmap_draw(doc, path, &o) < 0;
-		status |= wsp_doc_close(doc) != 0;
-		if (!status)
-			fprintf(stderr, "wsprof: wrote %s\n", wsp_doc_file(doc, 0));
-		wsp_doc_free(doc);
+		int status = wsp_doc_finish(doc, wsp_heatmap_draw(doc, path, &o) >= 0);
 		if (status || !json)
 			return status;
 	}

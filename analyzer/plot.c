@@ -227,14 +227,15 @@ int wsp_doc_close(struct wsp_doc *d)
 	return d->failed ? -1 : 0;
 }
 
-size_t wsp_doc_files(const struct wsp_doc *d)
+int wsp_doc_finish(struct wsp_doc *d, bool drawn)
 {
-	return d->nfiles;
-}
-
-const char *wsp_doc_file(const struct wsp_doc *d, size_t i)
-{
-	return i < d->nfiles ? d->files[i] : NULL;
+	if (!d)
+		return 1;
+	int status = wsp_doc_close(d) || !drawn ? 1 : 0;
+	for (size_t i = 0; !status && i < d->nfiles; i++)
+		fprintf(stderr, "wsprof: wrote %s\n", d->files[i]);
+	wsp_doc_free(d);
+	return status;
 }
 
 void wsp_doc_free(struct wsp_doc *d)

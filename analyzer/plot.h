@@ -35,10 +35,11 @@ struct wsp_doc *wsp_doc_open(const char *path, bool multi);
 cairo_t *wsp_doc_page(struct wsp_doc *d);
 /* Finish and write everything. @return 0, or -1 after a one-line error. */
 int wsp_doc_close(struct wsp_doc *d);
-/* The files written (after close): count, and the i-th name. */
-size_t wsp_doc_files(const struct wsp_doc *d);
-const char *wsp_doc_file(const struct wsp_doc *d, size_t i);
 void wsp_doc_free(struct wsp_doc *d);
+/* What every command that draws does last: close (d may be NULL: its open
+ * failed), list the files written on stderr when drawn went well too, and
+ * free. @return 0, or 1 (an exit status) when anything failed. */
+int wsp_doc_finish(struct wsp_doc *d, bool drawn);
 
 struct wsp_rgb {
 	double r, g, b;

@@ -278,10 +278,7 @@ int wsp_cmd_report(int argc, char **argv)
 	status |= draw_states(doc, &l, trace);
 	draw_sites(doc, &l, kind);
 	wsp_flame_draw(doc, &l, kind, WSP_FLAME_PEAK);
-	status = wsp_doc_close(doc) || status ? 1 : 0;
-	for (size_t i = 0; !status && i < wsp_doc_files(doc); i++)
-		fprintf(stderr, "wsprof: wrote %s\n", wsp_doc_file(doc, i));
-	wsp_doc_free(doc);
+	status = wsp_doc_finish(doc, !status);
 	wsp_loaded_free(&l);
 	return status;
 }

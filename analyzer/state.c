@@ -567,11 +567,7 @@ static int draw(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem,
 	if (!doc)
 		return 1;
 	wsp_statemap_draw_state(doc, st, mem, nmem);
-	int rc = wsp_doc_close(doc) ? 1 : 0;
-	for (size_t i = 0; !rc && i < wsp_doc_files(doc); i++)
-		fprintf(stderr, "wsprof: wrote %s\n", wsp_doc_file(doc, i));
-	wsp_doc_free(doc);
-	return rc;
+	return wsp_doc_finish(doc, true);
 }
 
 int wsp_cmd_state(int argc, char **argv)

@@ -502,15 +502,9 @@ int wsp_cmd_timeline(int argc, char **argv)
 		unsigned kinds[WSPROF_KIND_COUNT];
 		size_t n = wsp_timeline_kinds(&l, k, kinds);
 		struct wsp_doc *doc = wsp_doc_open(out, n > CHARTS_PER_PAGE);
-		if (!doc) {
-			status = 1;
-		} else {
+		if (doc)
 			wsp_timeline_draw(doc, &l, k);
-			status = wsp_doc_close(doc) ? 1 : 0;
-			for (size_t i = 0; !status && i < wsp_doc_files(doc); i++)
-				fprintf(stderr, "wsprof: wrote %s\n", wsp_doc_file(doc, i));
-			wsp_doc_free(doc);
-		}
+		status = wsp_doc_finish(doc, true);
 	} else if (json) {
 		print_json(&l, k);
 	} else {

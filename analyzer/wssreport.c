@@ -151,14 +151,9 @@ int wsp_cmd_wss(int argc, char **argv)
 
 	if (plot) {
 		struct wsp_doc *doc = wsp_doc_open(plot, false);
-		int status = 1;
-		if (doc) {
+		if (doc)
 			wsp_wss_draw(doc, &l, k);
-			status = wsp_doc_close(doc) ? 1 : 0;
-			if (!status)
-				fprintf(stderr, "wsprof: wrote %s\n", plot);
-			wsp_doc_free(doc);
-		}
+		int status = wsp_doc_finish(doc, true);
 		wsp_loaded_free(&l);
 		return status;
 	}
