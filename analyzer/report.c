@@ -41,23 +41,9 @@ static double row(cairo_t *cr, double y, const char *key, const char *value)
 
 static void sources_text(const wsprof_process *p, char *buf, size_t cap)
 {
-	static const struct {
-		unsigned bit;
-		const char *name;
-	} names[] = {
-		{ WSPROF_SOURCE_WRITES, "written pages" },
-		{ WSPROF_SOURCE_DAMON, "DAMON" },
-		{ WSPROF_SOURCE_ANNOTATIONS, "annotations" },
-		{ WSPROF_SOURCE_KERNEL_LAUNCHES, "kernel launches" },
-	};
-	size_t o = 0;
-	buf[0] = 0;
-	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-		if (p->access_sources & names[i].bit)
-			o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%s", o ? ", " : "", names[i].name);
-	if (!o)
+	if (!*wsp_access_sources_text(p->access_sources, buf, cap))
 		snprintf(buf, cap, "none");
-	if (p->access_note && p->access_note[0] && o < cap)
+	if (p->access_note && p->access_note[0] && strlen(buf) + 1 < cap)
 		snprintf(buf + strlen(buf), cap - strlen(buf), "  (missing: %s)", p->access_note);
 }
 

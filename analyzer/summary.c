@@ -31,6 +31,16 @@ static const struct {
 	{ WSPROF_SOURCE_KERNEL_LAUNCHES, "kernel launches" },
 };
 
+const char *wsp_access_sources_text(unsigned bits, char *buf, size_t cap)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof source_bits / sizeof *source_bits; i++)
+		if (bits & source_bits[i].bit)
+			o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%s", o ? ", " : "", source_bits[i].name);
+	return buf;
+}
+
 /* CUDA VMM mappings and reservations are address space, not memory: they
  * are told with cuda_vmm, not as kinds of their own. */
 static bool is_address_range_kind(unsigned k)
@@ -192,14 +202,8 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	printf("  trace     %s (format %u.%u, wsprof %s)\n", status_word(st), p->format_major, p->format_minor,
 	       p->tool_version);
 	if (p->access_sources) {
-		printf("  access    ");
-		bool first = true;
-		for (size_t i = 0; i < sizeof source_bits / sizeof *source_bits; i++) {
-			if (p->access_sources & source_bits[i].bit) {
-				printf("%s%s", first ? "" : ", ", source_bits[i].name);
-				first = false;
-			}
-		}
+		char sources[128];
+		printf("  access    %s", wsp_access_sources_text(p->access_sources, sources, sizeof sources));
 		printf(" (window %u ms, at most %u pages re-checked per window)%s%s\n", p->window_ms, p->wp_pages,
 		       p->access_note[0] ? "; " : "", p->access_note);
 	}
