@@ -36,6 +36,17 @@ void wsp_view_subtitle(const struct wsp_loaded *l, char *buf, size_t cap)
 			*c = ' ';
 }
 
+size_t wsp_view_phases(const struct wsp_chart *c, const struct wsp_loaded *l)
+{
+	const struct wsp_phase *ph;
+	size_t nph = wsp_model_phases(l->model, &ph);
+	uint64_t end = wsp_model_last_time(l->model);
+	for (size_t i = 0; i < nph; i++)
+		wsp_chart_span(c, (double)ph[i].start_ns / 1e9, (double)(ph[i].end_ns ? ph[i].end_ns : end) / 1e9,
+			       WSP_C_PHASE, ph[i].name, (int)ph[i].depth);
+	return nph;
+}
+
 /* Kinds worth a chart: every kind that allocated, but the address space
  * CUDA VMM reserves (no memory behind it). */
 size_t wsp_timeline_kinds(const struct wsp_loaded *l, int kind, unsigned *kinds)
@@ -213,11 +224,7 @@ static void draw_kind(cairo_t *cr, const struct wsp_loaded *l, unsigned k, doubl
 		snprintf(title + strlen(title), sizeof title - strlen(title), ", %llu failed allocation%s",
 			 (unsigned long long)ks->failed, ks->failed == 1 ? "" : "s");
 
-	const struct wsp_phase *ph;
-	size_t nph = wsp_model_phases(l->model, &ph);
-	for (size_t i = 0; i < nph; i++)
-		wsp_chart_span(&c, (double)ph[i].start_ns / 1e9, (double)(ph[i].end_ns ? ph[i].end_ns : wsp_model_last_time(l->model)) / 1e9,
-			       WSP_C_PHASE, ph[i].name, (int)ph[i].depth);
+	size_t nph = wsp_view_phases(&c, l);
 	wsp_chart_axes(&c, title, "time since the program started", "bytes");
 
 	struct wsp_legend_item legend[6];

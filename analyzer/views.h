@@ -15,6 +15,10 @@
 /* "program (pid N) - trace - 12.3 s": the line under every page title. */
 void wsp_view_subtitle(const struct wsp_loaded *l, char *buf, size_t cap);
 
+/* The program's phases shaded on a chart whose x is seconds (a phase still
+ * open runs to the end). @return how many. */
+size_t wsp_view_phases(const struct wsp_chart *c, const struct wsp_loaded *l);
+
 /* The kinds charted over time (kind -1: every kind the trace has). */
 size_t wsp_timeline_kinds(const struct wsp_loaded *l, int kind, unsigned *kinds);
 /* Memory over time: a chart per kind, two to a page. @return pages drawn. */

@@ -45,12 +45,7 @@ static void draw_series(cairo_t *cr, const struct wsp_loaded *l, const struct ws
 	double end = (double)wsp_model_last_time(l->model) / 1e9;
 	wsp_chart_init(&c, cr, WSP_MARGIN + 62, top + 18, WSP_PAGE_W - 2 * WSP_MARGIN - 70, height - 50, 0, end,
 		       WSP_UNIT_SECONDS, 0, ymax, WSP_UNIT_BYTES);
-	const struct wsp_phase *ph;
-	size_t nph = wsp_model_phases(l->model, &ph);
-	for (size_t i = 0; i < nph; i++)
-		wsp_chart_span(&c, (double)ph[i].start_ns / 1e9,
-			       (double)(ph[i].end_ns ? ph[i].end_ns : wsp_model_last_time(l->model)) / 1e9, WSP_C_PHASE,
-			       ph[i].name, (int)ph[i].depth);
+	wsp_view_phases(&c, l);
 	char title[128];
 	snprintf(title, sizeof title, "Bytes accessed per window%s%s", kind >= 0 ? ", " : "",
 		 kind >= 0 ? wsprof_kind_name((unsigned)kind) : "");
