@@ -75,6 +75,7 @@ struct wsprof_trace {
 	size_t npend, pendcap;    /* slots used, holes included */
 	struct run { size_t next, end; } *runs; /* pend[next..end) of one segment, sorted */
 	size_t nruns, runcap, nlive; /* nlive: events in runs */
+	size_t *merge, mergecap;  /* release()'s work space: 2 per run */
 	bool run_open;            /* the last run takes the next event */
 	struct pending *ready;    /* released, sorted, being handed out */
 	size_t nready, readycap, readypos;
@@ -599,12 +600,17 @@ static void pending_compact(wsprof_trace *t)
 /* Move every pending event with seq < watermark to the ready list, sorted. */
 static int release(wsprof_trace *t, uint64_t watermark)
 {
-	size_t n = 0;
+	/* Where each run's prefix below the watermark stops, and a heap of
+	 * runs by the number of their next event, both kept between calls. */
+	if (wsp_grow(&t->merge, &t->mergecap, 2 * t->nruns, sizeof *t->merge))
+		return -ENOMEM;
+	size_t *stop = t->merge, *heap = t->merge + t->nruns, n = 0, nh = 0;
 	for (size_t i = 0; i < t->nruns; i++) {
 		struct run *r = &t->runs[i];
 		size_t j = r->next;
 		while (j < r->end && t->pend[j].ev.seq < watermark)
 			j++;
+		stop[i] = j;
 		n += j - r->next;
 	}
 	if (!n)
@@ -617,22 +623,10 @@ static int release(wsprof_trace *t, uint64_t watermark)
 	}
 	if (wsp_grow(&t->ready, &t->readycap, t->nready + n, sizeof *t->ready))
 		return -ENOMEM;
-	/* A k-way merge of the runs' prefixes: a heap of runs by the number
-	 * of their next event, each event copied once. */
-	size_t *heap = malloc(t->nruns * sizeof *heap), *stop = malloc(t->nruns * sizeof *stop), nh = 0;
-	if (!heap || !stop) {
-		free(heap);
-		free(stop);
-		return -ENOMEM;
-	}
+	/* A k-way merge of the runs' prefixes, each event copied once. */
 #define HEAD(k) (t->pend[t->runs[heap[k]].next].ev.seq)
 	for (size_t i = 0; i < t->nruns; i++) {
-		struct run *r = &t->runs[i];
-		size_t j = r->next;
-		while (j < r->end && t->pend[j].ev.seq < watermark)
-			j++;
-		stop[i] = j;
-		if (j == r->next)
+		if (stop[i] == t->runs[i].next)
 			continue;
 		size_t k = nh++; /* sift up */
 		heap[k] = i;
@@ -663,8 +657,6 @@ static int release(wsprof_trace *t, uint64_t watermark)
 		}
 	}
 #undef HEAD
-	free(heap);
-	free(stop);
 	t->nlive -= n;
 	pending_compact(t);
 	return 0;
@@ -968,6 +960,7 @@ void wsprof_trace_close(wsprof_trace *t)
 		for (size_t j = t->runs[i].next; j < t->runs[i].end; j++)
 			pending_release(&t->pend[j]);
 	free(t->runs);
+	free(t->merge);
 	for (size_t i = t->readypos; i < t->nready; i++)
 		pending_release(&t->ready[i]);
 	for (size_t i = 0; i < t->nmods; i++)
