@@ -765,16 +765,17 @@ static int scan_range(uint64_t start, uint64_t end)
 /* The budget of a window the program had the CPU for part of: a program
  * starved of CPU (a loaded machine) would otherwise spend more of what it
  * gets on faults, the same number in less time. */
+static uint64_t last_cpu_ns; /* the process's CPU time at the last window; 0: none yet */
+
 static uint64_t window_budget(uint64_t window_ns)
 {
-	static uint64_t last_cpu;
 	struct timespec ts;
 	uint64_t budget = wsp_cfg.wp_pages;
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
 		return budget;
-	uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, used = cpu - last_cpu;
-	bool first = !last_cpu;
-	last_cpu = cpu;
+	uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, used = cpu - last_cpu_ns;
+	bool first = !last_cpu_ns;
+	last_cpu_ns = cpu;
 	if (first || !window_ns || used >= window_ns)
 		return budget;
 	budget = budget * used / window_ns;
@@ -1021,5 +1022,6 @@ void wsp_sampler_reset_after_fork(void)
 	wsp_damon_forget_after_fork();
 	ntracked = nnext = nstore = 0;
 	last_scan_ns = 0;
+	last_cpu_ns = 0; /* a child's CPU clock starts again */
 	wp.cursor = 0;
 }
