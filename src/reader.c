@@ -600,6 +600,8 @@ static void pending_compact(wsprof_trace *t)
 /* Move every pending event with seq < watermark to the ready list, sorted. */
 static int release(wsprof_trace *t, uint64_t watermark)
 {
+	if (!t->nruns)
+		return 0;
 	/* Where each run's prefix below the watermark stops, and a heap of
 	 * runs by the number of their next event, both kept between calls. */
 	if (wsp_grow(&t->merge, &t->mergecap, 2 * t->nruns, sizeof *t->merge))
