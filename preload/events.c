@@ -320,7 +320,6 @@ static void segment_open(struct wsp_thread *t, struct wsp_buf *b)
 	p = wsp_put_varint(p, 0);
 	p = wsp_record_close(p, &m);
 	b->len = (size_t)(p - b->data);
-	b->first_seq = UINT64_MAX;
 	t->prev_seq = t->prev_time = t->prev_addr = 0;
 }
 
@@ -350,7 +349,8 @@ uint8_t *wsp_event_begin(struct wsp_thread *t, size_t need)
 		/* Every event this buffer will hold takes its number after
 		 * this: the writer may count on it (seq_cst, before the
 		 * fetch_add of the first event). */
-		atomic_store(&t->floor, atomic_load(&wsp_seq));
+		b->floor = atomic_load(&wsp_seq);
+		atomic_store(&t->floor, b->floor);
 		__atomic_store_n(&t->buf, b, __ATOMIC_RELEASE);
 		segment_open(t, b);
 		spin_unlock(&t->lock);
@@ -368,8 +368,6 @@ uint8_t *wsp_event_stamp(struct wsp_thread *t, uint8_t *p)
 {
 	uint64_t seq = atomic_fetch_add_explicit(&wsp_seq, 1, memory_order_relaxed);
 	uint64_t now = event_now_ns();
-	if (t->buf->first_seq == UINT64_MAX) /* read by the writer once queued */
-		t->buf->first_seq = seq;
 	if (now < t->prev_time)
 		now = t->prev_time;
 	p = wsp_put_varint(p, seq - t->prev_seq);

@@ -154,37 +154,38 @@ static void stage_sync(uint64_t watermark);
 /* Move every queued buffer into the staging area. Writer lock held.
  * watermark: computed before the queue was taken (see doc/trace-format.md,
  * Ordering), or 0. With one, a SYNC follows each buffer after which the
- * watermark can move: every event below the first number of the next
- * buffer (and below watermark) has been staged. A reader then holds about
- * a buffer per thread, however many buffers a wake of a writer starved of
- * CPU finds queued. */
-static int by_first_seq(const void *a, const void *b)
+ * watermark can move: every event below the floor of the next buffer
+ * (and below watermark) has been staged, and so has every stack node
+ * such an event uses. A reader then holds about a buffer per thread,
+ * however many buffers a wake of a writer starved of CPU finds queued. */
+static uint64_t last_synced; /* the highest watermark staged in this trace */
+
+static int by_floor(const void *a, const void *b)
 {
-	uint64_t x = (*(struct wsp_buf *const *)a)->first_seq, y = (*(struct wsp_buf *const *)b)->first_seq;
+	uint64_t x = (*(struct wsp_buf *const *)a)->floor, y = (*(struct wsp_buf *const *)b)->floor;
 	return x < y ? -1 : x > y;
 }
 
 static void drain_to(uint64_t watermark)
 {
-	static uint64_t last_synced;
 	static struct wsp_buf *order[4096]; /* writer lock held */
 	struct wsp_buf *b = wsp_buf_dequeue_all(), *next;
 	while (b) {
-		/* In order of their first events (a quiet thread's buffer,
-		 * stolen late, queues behind newer ones): then the buffers
-		 * still to come all start above the one just staged. */
+		/* In order of their floors (a quiet thread's buffer, stolen
+		 * late, queues behind newer ones): then the buffers still to
+		 * come all start above the one just staged. */
 		size_t n = 0;
 		for (; b && n < sizeof order / sizeof *order; b = next) {
 			next = b->next;
 			order[n++] = b;
 		}
-		qsort(order, n, sizeof *order, by_first_seq);
+		qsort(order, n, sizeof *order, by_floor);
 		for (size_t i = 0; i < n; i++) {
 			struct wsp_buf *cur = order[i];
 			if (fd >= 0) {
 				stage_bytes(cur->data, cur->len);
 				events_written += cur->events;
-				uint64_t after = i + 1 < n ? order[i + 1]->first_seq : UINT64_MAX;
+				uint64_t after = i + 1 < n ? order[i + 1]->floor : UINT64_MAX;
 				uint64_t w = after < watermark ? after : watermark;
 				if (!b && i + 1 < n && w > last_synced) { /* b: more than one batch, the rest unsorted */
 					stage_sync(w);
@@ -550,6 +551,7 @@ void wsp_writer_reset_after_fork(void)
 	pthread_mutex_init(&wake_lock, NULL);
 	wake_pending = false;
 	atomic_store(&writer_running, false); /* the parent's thread is not here */
+	last_synced = 0;                      /* the child's trace is new */
 	atomic_store(&finish_request, 0);
 	if (fd >= 0)
 		close(fd);

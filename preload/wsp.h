@@ -152,7 +152,10 @@ struct wsp_buf {
 	struct wsp_buf *next;
 	size_t len, cap;
 	uint64_t events;  /* event records in it, for the footer */
-	uint64_t first_seq; /* number of its first event, UINT64_MAX if none */
+	/* The thread's floor when it was installed: no event in it, and no
+	 * event of any thread using a stack node defined in it, has a lower
+	 * number (a node is made after, and found after, this). */
+	uint64_t floor;
 	uint8_t data[];
 };
 
