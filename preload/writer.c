@@ -15,6 +15,7 @@
  */
 #include "wsp.h"
 
+#include "columns.h"
 #include "format.h"
 
 #define ZSTD_STATIC_LINKING_ONLY
@@ -45,6 +46,13 @@ static size_t since_sync;
 static uint8_t *stage, *zout;
 static size_t stage_len, zout_cap;
 static ZSTD_CCtx *cctx;
+
+/* The column layout (src/columns.h): its state, and one area holding a
+ * header's room and then each column's, STAGE_CAP apiece; only the pages
+ * the columns reach are ever touched. */
+static struct wsp_columns *columns;
+static uint8_t *column_area;
+#define COLUMN_AREA (WSP_COL_HEADER_MAX + (size_t)WSP_COL_COUNT * STAGE_CAP)
 
 /* A fatal signal's handler asks the writer thread to finish the trace
  * (it may not take locks itself) and waits for it: 1 asked, 2 done. */
@@ -109,6 +117,8 @@ static bool compress_setup(void)
 	stage = wsp_pages_alloc(STAGE_CAP);
 	zout_cap = ZSTD_compressBound(STAGE_CAP);
 	zout = wsp_pages_alloc(zout_cap);
+	columns = wsp_pages_alloc(sizeof *columns);
+	column_area = columns ? wsp_pages_alloc(COLUMN_AREA) : NULL;
 	cctx = mem ? ZSTD_initStaticCCtx(mem, ws) : NULL;
 	if (!cctx || !stage || !zout)
 		return false;
@@ -117,12 +127,42 @@ static bool compress_setup(void)
 	return true;
 }
 
+/* The staging area in the column layout, in column_area: @return its
+ * start (*n its length), or NULL where it does not fit (the chunk is then
+ * written in rows, which a reader takes as well). */
+static const uint8_t *stage_columns(size_t *n)
+{
+	if (!column_area)
+		return NULL;
+	uint8_t *col[WSP_COL_COUNT];
+	size_t len[WSP_COL_COUNT];
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		col[i] = column_area + WSP_COL_HEADER_MAX + (size_t)i * STAGE_CAP;
+	if (!wsp_columns_encode(columns, stage, stage_len, col, STAGE_CAP, len))
+		return NULL;
+	uint8_t header[WSP_COL_HEADER_MAX];
+	size_t h = wsp_columns_header(header, stage_len, len);
+	uint8_t *start = column_area + WSP_COL_HEADER_MAX - h, *p = column_area + WSP_COL_HEADER_MAX;
+	memcpy(start, header, h);
+	for (int i = 0; i < WSP_COL_COUNT; i++) {
+		memmove(p, col[i], len[i]); /* down, behind the column before */
+		p += len[i];
+	}
+	*n = (size_t)(p - start);
+	return *n <= STAGE_CAP ? start : NULL; /* zout holds a compressed STAGE_CAP */
+}
+
 /* Compress the staging area into one chunk. */
 static void write_chunk(void)
 {
 	if (!stage_len || fd < 0)
 		return;
-	size_t z = ZSTD_compress2(cctx, zout, zout_cap, stage, stage_len);
+	size_t raw_len = stage_len;
+	const uint8_t *raw = stage_columns(&raw_len);
+	uint32_t flags = raw ? WSP_CHUNK_COLUMNS : 0;
+	if (!raw)
+		raw = stage, raw_len = stage_len;
+	size_t z = ZSTD_compress2(cctx, zout, zout_cap, raw, raw_len);
 	if (ZSTD_isError(z)) {
 		wsp_warn("compression failed (%s); recording stopped", ZSTD_getErrorName(z));
 		stop_recording("compress", EIO);
@@ -132,9 +172,9 @@ static void write_chunk(void)
 	wsp_put_le32(h, WSP_MAGIC_CHUNK);
 	wsp_put_le32(h + 4, WSP_CHUNK_HEADER - 8);
 	wsp_put_le32(h + 8, chunk_index);
-	wsp_put_le32(h + 12, (uint32_t)stage_len);
+	wsp_put_le32(h + 12, (uint32_t)raw_len);
 	wsp_put_le32(h + 16, (uint32_t)z);
-	wsp_put_le32(h + 20, 0);
+	wsp_put_le32(h + 20, flags);
 	if (write_all(h, sizeof h) && write_all(zout, z))
 		chunk_index++;
 	stage_len = 0;
@@ -498,6 +538,7 @@ static size_t header_records(uint8_t *p0, pid_t pid, pid_t parent_traced, const 
 	p = wsp_put_varint(p, wsp_cfg.window_ms);
 	p = wsp_put_varint(p, wsp_cfg.max_regions);
 	p = wsp_put_bytes(p, wsp_access_note, notelen);
+	p = wsp_put_varint(p, wsp_cfg.sample_bytes);
 	p = wsp_record_close(p, &m);
 	return (size_t)(p - p0);
 }

@@ -11,19 +11,31 @@
  * prefix of each run below the watermark and sorts only what it took.
  * Every event is moved and sorted once, however long it waits (a thread
  * preempted while it held its buffer holds the watermark back for a
- * whole flush interval, while the other threads' events pile up).
+ * whole flush interval, while the other threads' events pile up). A
+ * pending event is 64 bytes; what few events carry beyond the fields all
+ * have (strings, regions, a module, a CUDA stream) hangs off it.
+ *
+ * A regular file is read ahead of the caller on a thread of its own,
+ * which reads, decompresses, decodes and merges, and hands the events over
+ * in batches, NBATCH at most in flight. A batch also carries the stack
+ * nodes defined before its events and, at each release, a mark of how far
+ * reading had got: the caller's stack table, status and position change
+ * as its events are handed out, exactly as when it reads for itself.
  *
  * A damaged file never crashes the reader: every length is checked before
  * it is used, and reading stops at the first chunk that fails, keeping what
  * came before (the status says why).
  */
 
+#include "columns.h"
 #include "format.h"
 #include "grow.h"
 #include "wsprof/trace.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,16 +51,32 @@ struct module {
 	struct { uint64_t vaddr, memsz; } *segs;
 };
 
+/* What few events carry beyond the fields all have: made for those only. */
+struct extra {
+	uint64_t stream, handle, device_free, device_total;
+	uint32_t child_pid;
+	size_t nregions;
+	char *path;             /* an exec's path, an annotation's text */
+	struct module *mod;     /* a MODULE_LOAD's, until it moves to the table */
+	wsprof_region *regions; /* an ACCESS sample's */
+};
+
+/* An event on its way out: 64 bytes, which the merge moves. */
 struct pending {
-	wsprof_event ev;
-	char *path;          /* owned copy for exec events */
-	struct module *mod;  /* decoded module for MODULE_LOAD */
-	wsprof_region *regions; /* owned, for ACCESS */
+	uint64_t seq, time, addr, size, stack;
+	uint32_t tid, op;
+	int32_t device;
+	uint8_t type, kind;
+	struct extra *x;        /* owned; NULL for most events */
 };
 
 struct stack_node {
 	uint64_t parent, ip;
 	bool defined;
+};
+
+struct stack_def {
+	uint64_t id, parent, ip;
 };
 
 /* Per-segment delta state. */
@@ -58,45 +86,94 @@ struct segment {
 	bool open;
 };
 
+/* How far reading has got: what the status and the position tell. */
+struct progress {
+	uint64_t bytes_read, chunks, events, threads, last_time;
+	uint64_t footer_end, footer_chunks, footer_events;
+	int error;
+	bool eof, footer_seen, exec_seen;
+};
+
+/* Events handed over together, in order. Mark k comes before
+ * ev[marks[k].events]: the stack nodes defs[marks[k - 1].defs ..
+ * marks[k].defs) join the caller's table, and marks[k].at is how far
+ * reading had got. A release's events follow a mark of their own; the
+ * limits keep a batch's memory bounded. */
+#define BATCH_EVENTS 4096
+#define BATCH_MARKS 1024
+#define BATCH_DEFS 4096
+#define NBATCH 4
+
+struct mark {
+	size_t events, defs;
+	struct progress at;
+};
+
+struct batch {
+	struct pending *ev;
+	size_t n, cap;
+	struct stack_def *defs;
+	size_t ndefs, defcap;
+	struct mark *marks;
+	size_t nmarks, markcap;
+};
+
 struct wsprof_trace {
 	FILE *f;
-	uint64_t bytes_read, file_size; /* for wsprof_trace_position; size 0: not a regular file */
+	uint64_t file_size;       /* for wsprof_trace_position; 0: not a regular file */
+	bool regular;             /* read ahead on a thread */
 	wsprof_process proc;
 	char *exe, *cmdline, *tool_version, *access_note;
 
+	/* The reading side: the reading thread's, or the caller's without one. */
 	ZSTD_DCtx *dctx;
 	uint8_t *zbuf, *raw;
 	size_t zcap, rawcap;
+	struct wsp_columns *columns; /* a column-layout chunk's decoder state */
+	uint8_t *rows;              /* and its records */
+	size_t rowscap, nrows;
 	struct wsp_cursor chunk;  /* undecoded rest of the current chunk */
 	struct segment seg;       /* delta state of its open segment */
 	bool in_chunk;
+	bool done;                /* the end is marked in a batch */
+	struct progress w;        /* how far it has got */
 
 	struct pending *pend;     /* events not yet released, in runs (holes between) */
 	size_t npend, pendcap;    /* slots used, holes included */
 	struct run { size_t next, end; } *runs; /* pend[next..end) of one segment, sorted */
 	size_t nruns, runcap, nlive; /* nlive: events in runs */
-	size_t *merge, mergecap;  /* release()'s work space: 2 per run */
+	size_t *merge, mergecap;  /* a release's stops and heap: 2 per run */
+	size_t nheap;             /* runs in the heap; nonzero while a release is under way */
 	bool run_open;            /* the last run takes the next event */
-	struct pending *ready;    /* released, sorted, being handed out */
-	size_t nready, readycap, readypos;
-	struct pending current;   /* the event last handed out (owns its strings) */
+	struct batch *filling;    /* the batch that stack nodes go to */
+
+	uint64_t *defined;        /* a bit per stack id defined */
+	size_t defwords;
+	uint64_t defined_stacks;  /* distinct ids defined */
+
+	uint32_t *tids;           /* open-addressing set of thread ids */
+	size_t tidcap;
+
+	/* Between the two sides (under lock once the thread runs). */
+	struct batch batches[NBATCH];
+	size_t head, queued;      /* batches[head..head+queued) (mod NBATCH) filled, in order */
+	bool started, threaded, stop, finished;
+	int result;               /* how the reading thread finished: 0 or -ENOMEM */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t more, room;
+
+	/* The caller's side. */
+	struct batch *reading;    /* batches[head], being handed out */
+	size_t pos, mark;         /* its next event and next mark */
+	struct extra *current;    /* of the event last handed out */
+	struct progress seen;     /* as of the event last handed out */
 
 	struct stack_node *stacks;
 	size_t nstacks;           /* table capacity */
-	uint64_t defined_stacks;  /* distinct ids defined */
 
 	struct module *mods;
 	size_t nmods, modcap;
-
-	uint32_t *tids;           /* open-addressing set of thread ids */
-	size_t tidcap, ntids;
-
-	uint64_t next_chunk;
-	bool eof, footer_seen, exec_seen;
-	int error;
-	uint64_t events;
-	uint64_t last_time;
-	uint64_t footer_end, footer_chunks, footer_events;
 };
 
 const char *wsprof_strerror(int err)
@@ -168,22 +245,22 @@ static void module_free(struct module *m)
 	free(m->segs);
 }
 
-static void pending_release(struct pending *p)
+static void extra_free(struct extra *x)
 {
-	free(p->path);
-	p->path = NULL;
-	free(p->regions);
-	p->regions = NULL;
-	if (p->mod) {
-		module_free(p->mod);
-		free(p->mod);
-		p->mod = NULL;
+	if (!x)
+		return;
+	free(x->path);
+	free(x->regions);
+	if (x->mod) {
+		module_free(x->mod);
+		free(x->mod);
 	}
+	free(x);
 }
 
 static int tid_note(wsprof_trace *t, uint32_t tid)
 {
-	if (t->ntids * 2 >= t->tidcap) {
+	if (t->w.threads * 2 >= t->tidcap) {
 		size_t ncap = t->tidcap ? t->tidcap * 2 : 64;
 		uint32_t *n = calloc(ncap, sizeof *n);
 		if (!n)
@@ -205,7 +282,7 @@ static int tid_note(wsprof_trace *t, uint32_t tid)
 		j = (j + 1) % t->tidcap;
 	if (!t->tids[j]) {
 		t->tids[j] = tid;
-		t->ntids++;
+		t->w.threads++;
 	}
 	return 0;
 }
@@ -215,7 +292,7 @@ static int tid_note(wsprof_trace *t, uint32_t tid)
 static int read_exact(wsprof_trace *t, void *buf, size_t n)
 {
 	size_t got = fread(buf, 1, n, t->f);
-	t->bytes_read += got;
+	t->w.bytes_read += got;
 	if (got == n)
 		return 0;
 	if (ferror(t->f))
@@ -272,6 +349,7 @@ static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
 			t->access_note = get_string(&r);
 			if (!t->access_note)
 				return -ENOMEM;
+			t->proc.sample_bytes = wsp_get_field(&r);
 		}
 		if (r.bad)
 			return WSPROF_E_CORRUPT;
@@ -283,7 +361,7 @@ static int read_header(wsprof_trace *t)
 {
 	uint8_t fixed[WSP_HEADER_FIXED];
 	size_t got = fread(fixed, 1, sizeof fixed, t->f);
-	t->bytes_read += got;
+	t->w.bytes_read += got;
 	if (got == 0)
 		return ferror(t->f) ? -EIO : WSPROF_E_EMPTY;
 	if (got < 16 || wsp_get_le32(fixed) != WSP_MAGIC_HEADER ||
@@ -326,8 +404,10 @@ int wsprof_trace_open(const char *path, wsprof_trace **out)
 		return err;
 	}
 	struct stat st;
-	if (fstat(fileno(t->f), &st) == 0 && S_ISREG(st.st_mode))
+	if (fstat(fileno(t->f), &st) == 0 && S_ISREG(st.st_mode)) {
 		t->file_size = (uint64_t)st.st_size;
+		t->regular = true;
+	}
 	t->dctx = ZSTD_createDCtx();
 	int err = t->dctx ? read_header(t) : -ENOMEM;
 	if (err) {
@@ -338,6 +418,7 @@ int wsprof_trace_open(const char *path, wsprof_trace **out)
 	t->proc.cmdline = t->cmdline ? t->cmdline : "";
 	t->proc.tool_version = t->tool_version ? t->tool_version : "";
 	t->proc.access_note = t->access_note ? t->access_note : "";
+	t->seen = t->w;
 	*out = t;
 	return 0;
 }
@@ -347,27 +428,35 @@ const wsprof_process *wsprof_trace_process(const wsprof_trace *t)
 	return &t->proc;
 }
 
-/* ---- chunks and records -------------------------------------------- */
+/* ---- chunks and records (the worker's side) -------------------------- */
 
+/* Stack ids come from one counter and each is defined once, the ones still
+ * in other threads' buffers a little later: an id far beyond the count of
+ * those defined is corruption, not a reason to allocate. (Far beyond the
+ * highest would not do: a run of far jumps, each from the last, makes a
+ * few hundred bytes ask for gigabytes.) The node itself goes to the
+ * caller's table with the batch being filled. */
 static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 {
-	/* Ids come from one counter and each is defined once, the ones still
-	 * in other threads' buffers a little later: an id far beyond the count
-	 * of those defined is corruption, not a reason to allocate. (Far beyond
-	 * the highest would not do: a run of far jumps, each from the last,
-	 * makes a few hundred bytes ask for gigabytes.) */
 	if (id == 0 || id > t->defined_stacks + (1u << 20))
 		return WSPROF_E_CORRUPT;
-	if (id >= t->nstacks) {
-		size_t cap = t->nstacks, need = (size_t)id + 1;
-		if (wsp_grow(&t->stacks, &cap, need, sizeof *t->stacks))
+	size_t word = (size_t)(id / 64);
+	if (word >= t->defwords) {
+		size_t cap = t->defwords;
+		if (wsp_grow(&t->defined, &cap, word + 1, sizeof *t->defined))
 			return -ENOMEM;
-		memset(t->stacks + t->nstacks, 0, (cap - t->nstacks) * sizeof *t->stacks);
-		t->nstacks = cap;
+		memset(t->defined + t->defwords, 0, (cap - t->defwords) * sizeof *t->defined);
+		t->defwords = cap;
 	}
-	if (!t->stacks[id].defined)
+	uint64_t bit = 1ull << (id % 64);
+	if (!(t->defined[word] & bit)) {
+		t->defined[word] |= bit;
 		t->defined_stacks++;
-	t->stacks[id] = (struct stack_node){ parent, ip, true };
+	}
+	struct batch *b = t->filling;
+	if (wsp_grow(&b->defs, &b->defcap, b->ndefs + 1, sizeof *b->defs))
+		return -ENOMEM;
+	b->defs[b->ndefs++] = (struct stack_def){ id, parent, ip };
 	return 0;
 }
 
@@ -383,17 +472,33 @@ static struct pending *pending_push(wsprof_trace *t, struct segment *s, struct w
 	}
 	t->runs[t->nruns - 1].end++;
 	t->nlive++;
-	struct pending *p = &t->pend[t->npend++];
-	memset(p, 0, sizeof *p);
 	s->seq += wsp_get_field(r);
 	s->time += wsp_get_field(r);
-	p->ev.seq = s->seq;
-	p->ev.time_ns = s->time;
-	p->ev.tid = s->tid;
-	p->ev.device = -1;
-	if (s->time > t->last_time)
-		t->last_time = s->time;
+	if (s->time > t->w.last_time)
+		t->w.last_time = s->time;
+	struct pending *p = &t->pend[t->npend++];
+	*p = (struct pending){ .seq = s->seq, .time = s->time, .tid = s->tid, .device = -1 };
 	return p;
+}
+
+static struct extra *extra_of(struct pending *p)
+{
+	if (!p->x)
+		p->x = calloc(1, sizeof *p->x);
+	return p->x;
+}
+
+/* A stream and a handle, kept only when there are any. */
+static int put_stream_handle(struct pending *p, uint64_t stream, uint64_t handle)
+{
+	if (!stream && !handle)
+		return 0;
+	struct extra *x = extra_of(p);
+	if (!x)
+		return -ENOMEM;
+	x->stream = stream;
+	x->handle = handle;
+	return 0;
 }
 
 static uint64_t get_addr(struct segment *s, struct wsp_cursor *r)
@@ -416,21 +521,21 @@ static int get_device(struct wsp_cursor *r)
 
 /* CUDA events append the device (+1, 0: none), the stream and, for
  * allocations, the VMM handle a mapping maps (format 1.1). */
-static void get_cuda_fields(wsprof_event *ev, struct wsp_cursor *r, bool handle)
+static int get_cuda_fields(struct pending *p, struct wsp_cursor *r, bool handle)
 {
-	ev->device = get_device(r);
-	ev->stream = wsp_get_field(r);
-	if (handle)
-		ev->handle = wsp_get_field(r);
+	p->device = get_device(r);
+	uint64_t stream = wsp_get_field(r);
+	return put_stream_handle(p, stream, handle ? wsp_get_field(r) : 0);
 }
 
 static int decode_module_load(struct pending *p, struct wsp_cursor *r)
 {
-	p->ev.type = WSPROF_EV_MODULE_LOAD;
-	struct module *m = p->mod = calloc(1, sizeof *m);
+	p->type = WSPROF_EV_MODULE_LOAD;
+	struct extra *x = extra_of(p);
+	struct module *m = x ? x->mod = calloc(1, sizeof *m) : NULL;
 	if (!m)
 		return -ENOMEM;
-	m->base = p->ev.addr = wsp_get_field(r);
+	m->base = p->addr = wsp_get_field(r);
 	size_t n;
 	const uint8_t *path = wsp_get_bytes(r, &n);
 	const uint8_t *bid = wsp_get_bytes(r, &m->build_id_len);
@@ -451,124 +556,141 @@ static int decode_module_load(struct pending *p, struct wsp_cursor *r)
 	return r->bad ? WSPROF_E_CORRUPT : 0;
 }
 
+static int decode_access(struct pending *p, struct wsp_cursor *r)
+{
+	p->type = WSPROF_EV_ACCESS;
+	p->op = (unsigned)wsp_get_field(r);
+	p->size = wsp_get_field(r);
+	uint64_t n = wsp_get_field(r);
+	if (n > (uint64_t)(r->end - r->p) / 2) { /* each region takes two bytes at least */
+		r->bad = true;
+		return 0;
+	}
+	struct extra *x = extra_of(p);
+	if (!x || !(x->regions = malloc((n ? n : 1) * sizeof *x->regions)))
+		return -ENOMEM;
+	uint64_t end = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		x->regions[i].addr = end + wsp_get_field(r);
+		x->regions[i].len = wsp_get_field(r);
+		end = x->regions[i].addr + x->regions[i].len;
+	}
+	x->nregions = (size_t)n;
+	return 0;
+}
+
+/* A string the event owns: an annotation's text (if any), an exec's path. */
+static int put_path(struct pending *p, const uint8_t *s, size_t n)
+{
+	struct extra *x = extra_of(p);
+	return x && (x->path = dup_bytes(s, n)) ? 0 : -ENOMEM;
+}
+
 static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struct wsp_cursor *r)
 {
 	struct pending *p = pending_push(t, s, r);
 	if (!p)
 		return -ENOMEM;
 	int err = 0;
+	unsigned kind = 0;
+	size_t n;
+	const uint8_t *text;
 	switch (type) {
 	case WSP_REC_ALLOC:
 	case WSP_REC_FAIL:
-		p->ev.type = type == WSP_REC_ALLOC ? WSPROF_EV_ALLOC : WSPROF_EV_FAIL;
-		p->ev.kind = (unsigned)wsp_get_field(r);
-		p->ev.op = (unsigned)wsp_get_field(r);
+		p->type = type == WSP_REC_ALLOC ? WSPROF_EV_ALLOC : WSPROF_EV_FAIL;
+		kind = (unsigned)wsp_get_field(r);
+		p->op = (unsigned)wsp_get_field(r);
 		if (type == WSP_REC_ALLOC)
-			p->ev.addr = get_addr(s, r);
-		p->ev.size = wsp_get_field(r);
-		p->ev.stack = wsp_get_field(r);
-		get_cuda_fields(&p->ev, r, true);
+			p->addr = get_addr(s, r);
+		p->size = wsp_get_field(r);
+		p->stack = wsp_get_field(r);
+		err = get_cuda_fields(p, r, true);
 		break;
 	case WSP_REC_FREE:
 	case WSP_REC_MOVE:
 	case WSP_REC_UNMAP:
-		p->ev.type = type == WSP_REC_FREE ? WSPROF_EV_FREE
-			   : type == WSP_REC_MOVE ? WSPROF_EV_MOVE : WSPROF_EV_UNMAP;
-		p->ev.kind = (unsigned)wsp_get_field(r);
-		p->ev.op = (unsigned)wsp_get_field(r);
-		p->ev.addr = get_addr(s, r);
+		p->type = type == WSP_REC_FREE ? WSPROF_EV_FREE
+			: type == WSP_REC_MOVE ? WSPROF_EV_MOVE : WSPROF_EV_UNMAP;
+		kind = (unsigned)wsp_get_field(r);
+		p->op = (unsigned)wsp_get_field(r);
+		p->addr = get_addr(s, r);
 		if (type != WSP_REC_FREE)
-			p->ev.size = wsp_get_field(r);
+			p->size = wsp_get_field(r);
 		else
-			get_cuda_fields(&p->ev, r, false);
+			err = get_cuda_fields(p, r, false);
 		break;
 	case WSP_REC_STREAM_REACHED:
-		p->ev.type = WSPROF_EV_STREAM_REACHED;
-		p->ev.kind = (unsigned)wsp_get_field(r);
-		p->ev.op = (unsigned)wsp_get_field(r);
-		p->ev.addr = get_addr(s, r);
-		p->ev.stream = wsp_get_field(r);
+		p->type = WSPROF_EV_STREAM_REACHED;
+		kind = (unsigned)wsp_get_field(r);
+		p->op = (unsigned)wsp_get_field(r);
+		p->addr = get_addr(s, r);
+		err = put_stream_handle(p, wsp_get_field(r), 0);
 		break;
-	case WSP_REC_ANNOTATE: {
-		p->ev.type = WSPROF_EV_ANNOTATE;
-		p->ev.op = (unsigned)wsp_get_field(r);
-		p->ev.addr = get_addr(s, r);
-		p->ev.size = wsp_get_field(r);
-		p->ev.handle = wsp_get_field(r);
-		size_t n;
-		const uint8_t *text = wsp_get_bytes(r, &n);
-		if (!r->bad && n) {
-			p->path = dup_bytes(text, n);
-			if (!p->path)
-				err = -ENOMEM;
-		}
+	case WSP_REC_ANNOTATE:
+		p->type = WSPROF_EV_ANNOTATE;
+		p->op = (unsigned)wsp_get_field(r);
+		p->addr = get_addr(s, r);
+		p->size = wsp_get_field(r);
+		err = put_stream_handle(p, 0, wsp_get_field(r));
+		text = wsp_get_bytes(r, &n);
+		if (!err && !r->bad && n)
+			err = put_path(p, text, n);
 		break;
-	}
-	case WSP_REC_ACCESS: {
-		p->ev.type = WSPROF_EV_ACCESS;
-		p->ev.op = (unsigned)wsp_get_field(r);
-		p->ev.size = wsp_get_field(r);
-		uint64_t n = wsp_get_field(r);
-		if (n > (uint64_t)(r->end - r->p) / 2) { /* each region takes two bytes at least */
-			r->bad = true;
-			break;
-		}
-		p->regions = malloc((n ? n : 1) * sizeof *p->regions);
-		if (!p->regions) {
+	case WSP_REC_ACCESS:
+		err = decode_access(p, r);
+		break;
+	case WSP_REC_RSS:
+		p->type = WSPROF_EV_RSS;
+		p->size = wsp_get_field(r);
+		break;
+	case WSP_REC_DEVICE_MEMORY: {
+		p->type = WSPROF_EV_DEVICE_MEMORY;
+		p->device = get_device(r);
+		struct extra *x = extra_of(p);
+		if (!x) {
 			err = -ENOMEM;
 			break;
 		}
-		uint64_t end = 0;
-		for (uint64_t i = 0; i < n; i++) {
-			p->regions[i].addr = end + wsp_get_field(r);
-			p->regions[i].len = wsp_get_field(r);
-			end = p->regions[i].addr + p->regions[i].len;
-		}
-		p->ev.nregions = (size_t)n;
+		x->device_free = wsp_get_field(r);
+		x->device_total = wsp_get_field(r);
 		break;
 	}
-	case WSP_REC_RSS:
-		p->ev.type = WSPROF_EV_RSS;
-		p->ev.size = wsp_get_field(r);
-		break;
-	case WSP_REC_DEVICE_MEMORY:
-		p->ev.type = WSPROF_EV_DEVICE_MEMORY;
-		p->ev.device = get_device(r);
-		p->ev.device_free = wsp_get_field(r);
-		p->ev.device_total = wsp_get_field(r);
-		break;
 	case WSP_REC_MODULE_LOAD:
 		err = decode_module_load(p, r);
 		break;
 	case WSP_REC_MODULE_UNLOAD:
-		p->ev.type = WSPROF_EV_MODULE_UNLOAD;
-		p->ev.addr = wsp_get_field(r);
+		p->type = WSPROF_EV_MODULE_UNLOAD;
+		p->addr = wsp_get_field(r);
 		break;
-	case WSP_REC_FORK:
-		p->ev.type = WSPROF_EV_FORK;
-		p->ev.child_pid = (uint32_t)wsp_get_field(r);
-		break;
-	case WSP_REC_EXEC: {
-		p->ev.type = WSPROF_EV_EXEC;
-		size_t n;
-		const uint8_t *path = wsp_get_bytes(r, &n);
-		p->path = r->bad ? NULL : dup_bytes(path, n);
-		if (!r->bad && !p->path)
+	case WSP_REC_FORK: {
+		p->type = WSPROF_EV_FORK;
+		struct extra *x = extra_of(p);
+		if (x)
+			x->child_pid = (uint32_t)wsp_get_field(r);
+		else
 			err = -ENOMEM;
 		break;
 	}
+	case WSP_REC_EXEC:
+		p->type = WSPROF_EV_EXEC;
+		text = wsp_get_bytes(r, &n);
+		if (!r->bad)
+			err = put_path(p, text, n);
+		break;
 	}
-	if (r->bad || (p->ev.kind >= WSPROF_KIND_COUNT && p->ev.type != WSPROF_EV_MODULE_LOAD))
+	if (r->bad || kind >= WSPROF_KIND_COUNT)
 		err = err ? err : WSPROF_E_CORRUPT;
 	if (err) {
-		pending_release(p);
+		extra_free(p->x);
 		t->npend--;
 		t->runs[t->nruns - 1].end--;
 		t->nlive--;
 		return err;
 	}
+	p->kind = (uint8_t)kind;
 	if (type <= WSP_REC_UNMAP)
-		t->events++;
+		t->w.events++;
 	/* Threads are the program's: wsprof's own (writer, sampler) record only
 	 * samples, never an allocation or an annotation. */
 	if (type <= WSP_REC_UNMAP || type == WSP_REC_ANNOTATE)
@@ -597,36 +719,27 @@ static void pending_compact(wsprof_trace *t)
 	t->npend = to;
 }
 
-/* Move every pending event with seq < watermark to the ready list, sorted. */
-static int release(wsprof_trace *t, uint64_t watermark)
+/* Begin a release: every pending event with seq < watermark (every one,
+ * with all) is to go out, sorted, by release_emit. It is a k-way merge of
+ * the runs' prefixes, each event copied once. t->nheap is nonzero while
+ * it lasts. @return 0 or -ENOMEM. */
+static int release_begin(wsprof_trace *t, uint64_t watermark, bool all)
 {
 	if (!t->nruns)
 		return 0;
 	/* Where each run's prefix below the watermark stops, and a heap of
-	 * runs by the number of their next event, both kept between calls. */
+	 * runs by the number of their next event. */
 	if (wsp_grow(&t->merge, &t->mergecap, 2 * t->nruns, sizeof *t->merge))
 		return -ENOMEM;
-	size_t *stop = t->merge, *heap = t->merge + t->nruns, n = 0, nh = 0;
+	size_t *stop = t->merge, *heap = t->merge + t->nruns, nh = 0;
 	for (size_t i = 0; i < t->nruns; i++) {
-		struct run *r = &t->runs[i];
-		size_t j = r->next;
-		while (j < r->end && t->pend[j].ev.seq < watermark)
+		const struct run *r = &t->runs[i];
+		size_t j = all ? r->end : r->next;
+		while (j < r->end && t->pend[j].seq < watermark)
 			j++;
 		stop[i] = j;
-		n += j - r->next;
 	}
-	if (!n)
-		return 0;
-	/* Compact what was already handed out before appending. */
-	if (t->readypos) {
-		memmove(t->ready, t->ready + t->readypos, (t->nready - t->readypos) * sizeof *t->ready);
-		t->nready -= t->readypos;
-		t->readypos = 0;
-	}
-	if (wsp_grow(&t->ready, &t->readycap, t->nready + n, sizeof *t->ready))
-		return -ENOMEM;
-	/* A k-way merge of the runs' prefixes, each event copied once. */
-#define HEAD(k) (t->pend[t->runs[heap[k]].next].ev.seq)
+#define HEAD(k) (t->pend[t->runs[heap[k]].next].seq)
 	for (size_t i = 0; i < t->nruns; i++) {
 		if (stop[i] == t->runs[i].next)
 			continue;
@@ -639,33 +752,54 @@ static int release(wsprof_trace *t, uint64_t watermark)
 			k = up;
 		}
 	}
-	while (nh) {
+	t->nheap = nh;
+	return 0;
+}
+
+/* Move up to room events of the release under way to out, in order.
+ * @return how many. */
+static size_t release_emit(wsprof_trace *t, struct pending *out, size_t room)
+{
+	size_t *stop = t->merge, *heap = t->merge + t->nruns, nh = t->nheap, k = 0;
+	while (nh && k < room) {
 		struct run *r = &t->runs[heap[0]];
-		t->ready[t->nready++] = t->pend[r->next++];
+		if (nh == 1) { /* one run left: the rest of its prefix at once */
+			size_t n = stop[heap[0]] - r->next;
+			n = n < room - k ? n : room - k;
+			memcpy(out + k, t->pend + r->next, n * sizeof *out);
+			r->next += n;
+			k += n;
+			nh = r->next < stop[heap[0]];
+			break;
+		}
+		out[k++] = t->pend[r->next++];
 		if (r->next == stop[heap[0]])
 			heap[0] = heap[--nh];
-		for (size_t k = 0;;) { /* sift down */
-			size_t a = 2 * k + 1, b = a + 1, m = k;
+		for (size_t i = 0;;) { /* sift down */
+			size_t a = 2 * i + 1, b = a + 1, m = i;
 			if (a < nh && HEAD(a) < HEAD(m))
 				m = a;
 			if (b < nh && HEAD(b) < HEAD(m))
 				m = b;
-			if (m == k)
+			if (m == i)
 				break;
 			size_t tmp = heap[m];
-			heap[m] = heap[k];
-			heap[k] = tmp;
-			k = m;
+			heap[m] = heap[i];
+			heap[i] = tmp;
+			i = m;
 		}
 	}
 #undef HEAD
-	t->nlive -= n;
-	pending_compact(t);
-	return 0;
+	t->nheap = nh;
+	t->nlive -= k;
+	if (!nh)
+		pending_compact(t);
+	return k;
 }
 
-/* Decode the current chunk's records until a SYNC makes events ready or
- * the chunk ends, so only the events between two SYNCs are ever held. */
+/* Decode the current chunk's records until a SYNC begins a release (1),
+ * the chunk ends (0), or the batch being filled holds BATCH_DEFS stack
+ * nodes (2): only the events between two SYNCs are ever held. */
 static int decode_some(wsprof_trace *t)
 {
 	struct wsp_cursor *c = &t->chunk;
@@ -688,9 +822,9 @@ static int decode_some(wsprof_trace *t)
 			break;
 		case WSP_REC_SYNC: {
 			uint64_t watermark = wsp_get_field(&r), time = wsp_get_field(&r);
-			if (time > t->last_time)
-				t->last_time = time; /* a quiet program's trace still shows how long it ran */
-			err = release(t, watermark);
+			if (time > t->w.last_time)
+				t->w.last_time = time; /* a quiet program's trace still shows how long it ran */
+			err = release_begin(t, watermark, false);
 			break;
 		}
 		case WSP_REC_STACK: {
@@ -706,7 +840,7 @@ static int decode_some(wsprof_trace *t)
 				return WSPROF_E_CORRUPT;
 			err = decode_event(t, seg, type, &r);
 			if (type == WSP_REC_EXEC)
-				t->exec_seen = true;
+				t->w.exec_seen = true;
 			break;
 		default:
 			break; /* a record of a later minor version */
@@ -715,11 +849,13 @@ static int decode_some(wsprof_trace *t)
 			return err;
 		if (r.bad)
 			return WSPROF_E_CORRUPT;
-		if (t->readypos < t->nready)
-			return 0;
+		if (t->nheap)
+			return 1;
+		if (t->filling->ndefs >= BATCH_DEFS)
+			return 2;
 	}
 	t->in_chunk = false;
-	t->next_chunk++;
+	t->w.chunks++;
 	return 0;
 }
 
@@ -741,12 +877,56 @@ static int read_footer(wsprof_trace *t, uint32_t size, const uint8_t *first)
 	if (c.bad || type != WSP_REC_FOOTER || len > (uint64_t)(c.end - c.p))
 		return WSPROF_E_CORRUPT;
 	struct wsp_cursor r = { c.p, c.p + len, false };
-	t->footer_end = wsp_get_field(&r);
-	t->footer_chunks = wsp_get_field(&r);
-	t->footer_events = wsp_get_field(&r);
+	t->w.footer_end = wsp_get_field(&r);
+	t->w.footer_chunks = wsp_get_field(&r);
+	t->w.footer_events = wsp_get_field(&r);
 	if (r.bad)
 		return WSPROF_E_CORRUPT;
-	t->footer_seen = true;
+	t->w.footer_seen = true;
+	return 0;
+}
+
+/* A chunk in the column layout (format 2.0): its records from its n raw
+ * bytes, into t->rows. */
+static int chunk_rows(wsprof_trace *t, size_t n)
+{
+	size_t rows = wsp_columns_rows_size(t->raw, n);
+	if (rows > WSP_CHUNK_RAW_MAX)
+		return WSPROF_E_CORRUPT;
+	if (!t->columns && !(t->columns = malloc(sizeof *t->columns)))
+		return -ENOMEM;
+	if (wsp_grow(&t->rows, &t->rowscap, rows + 1, 1))
+		return -ENOMEM;
+	if (wsp_columns_decode(t->columns, t->raw, n, t->rows, rows))
+		return WSPROF_E_CORRUPT;
+	t->nrows = rows;
+	return 0;
+}
+
+/* The records of the chunk whose header h was read: its compressed bytes
+ * read, decompressed and, in the column layout, turned back into rows.
+ * Everything a chunk's bytes go through on their way to records is here.
+ * @return 0 with *records and *len set, or an error. */
+static int unpack_chunk(wsprof_trace *t, const uint8_t *h, const uint8_t **records, size_t *len)
+{
+	uint32_t rawsize = wsp_get_le32(h + 12), zsize = wsp_get_le32(h + 16), flags = wsp_get_le32(h + 20);
+	if (wsp_grow(&t->zbuf, &t->zcap, zsize, 1) || wsp_grow(&t->raw, &t->rawcap, rawsize + 1, 1))
+		return -ENOMEM;
+	int err = read_exact(t, t->zbuf, zsize);
+	if (err)
+		return err == 1 ? WSPROF_E_TRUNCATED : err;
+	size_t n = ZSTD_decompressDCtx(t->dctx, t->raw, rawsize, t->zbuf, zsize);
+	if (ZSTD_isError(n) || n != rawsize)
+		return WSPROF_E_CORRUPT;
+	*records = t->raw;
+	*len = n;
+	if (flags & WSP_CHUNK_COLUMNS) {
+		err = chunk_rows(t, n);
+		if (err)
+			return err;
+		*records = t->rows;
+		*len = t->nrows;
+	}
 	return 0;
 }
 
@@ -774,65 +954,43 @@ static int read_chunk(wsprof_trace *t)
 	if (err)
 		return err == 1 ? WSPROF_E_TRUNCATED : err;
 	uint32_t index = wsp_get_le32(h + 8), rawsize = wsp_get_le32(h + 12),
-		 zsize = wsp_get_le32(h + 16);
-	if (index != t->next_chunk || rawsize > WSP_CHUNK_RAW_MAX ||
+		 zsize = wsp_get_le32(h + 16), flags = wsp_get_le32(h + 20);
+	if (index != t->w.chunks || rawsize > WSP_CHUNK_RAW_MAX || (flags & ~WSP_CHUNK_COLUMNS) ||
+	    ((flags & WSP_CHUNK_COLUMNS) && t->proc.format_major < 2) ||
 	    zsize > ZSTD_compressBound(rawsize) + 64)
 		return WSPROF_E_CORRUPT;
-	if (wsp_grow(&t->zbuf, &t->zcap, zsize, 1) || wsp_grow(&t->raw, &t->rawcap, rawsize + 1, 1))
-		return -ENOMEM;
-	err = read_exact(t, t->zbuf, zsize);
+	const uint8_t *records;
+	size_t n;
+	err = unpack_chunk(t, h, &records, &n);
 	if (err)
-		return err == 1 ? WSPROF_E_TRUNCATED : err;
-	size_t n = ZSTD_decompressDCtx(t->dctx, t->raw, rawsize, t->zbuf, zsize);
-	if (ZSTD_isError(n) || n != rawsize)
-		return WSPROF_E_CORRUPT;
+		return err;
 	/* The recorder writes nothing after an EXEC's chunk unless exec failed. */
-	t->exec_seen = false;
-	t->chunk = (struct wsp_cursor){ t->raw, t->raw + n, false };
+	t->w.exec_seen = false;
+	t->chunk = (struct wsp_cursor){ records, records + n, false };
 	memset(&t->seg, 0, sizeof t->seg);
 	t->in_chunk = true;
 	return 1;
 }
 
-/* ---- events out ----------------------------------------------------- */
-
-/* Keep the module table in step with the events handed out; the module
- * moves from the event into the table. */
-static int apply_module(wsprof_trace *t, struct pending *p)
+/* Read on until a release is under way (1), the end (0), or the batch
+ * being filled holds BATCH_DEFS stack nodes (2). @return those, or -ENOMEM
+ * (damage ends the stream: t->w.error says why). */
+static int advance(wsprof_trace *t)
 {
-	if (p->ev.type == WSPROF_EV_MODULE_UNLOAD) {
-		for (size_t i = 0; i < t->nmods; i++) {
-			if (t->mods[i].base != p->ev.addr)
-				continue;
-			module_free(&t->mods[i]);
-			t->mods[i] = t->mods[--t->nmods];
-			break;
-		}
-		return 0;
-	}
-	if (wsp_grow(&t->mods, &t->modcap, t->nmods + 1, sizeof *t->mods))
-		return -ENOMEM;
-	t->mods[t->nmods++] = *p->mod;
-	free(p->mod);
-	p->mod = NULL;
-	return 0;
-}
-
-int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
-{
-	pending_release(&t->current);
-	while (t->readypos == t->nready) {
-		if (t->eof) {
+	for (;;) {
+		if (t->nheap)
+			return 1;
+		if (t->w.eof) {
 			if (!t->nlive)
 				return 0;
-			int err = release(t, UINT64_MAX);
-			if (err)
-				return err;
-			continue;
+			int err = release_begin(t, 0, true);
+			return err ? err : t->nheap ? 1 : 0;
 		}
 		int r;
 		if (t->in_chunk) {
 			r = decode_some(t);
+			if (r > 0)
+				return r;
 			if (r == 0)
 				continue;
 			t->in_chunk = false;
@@ -843,29 +1001,231 @@ int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
 		}
 		if (r == -ENOMEM)
 			return r;
-		t->eof = true;
+		t->w.eof = true;
 		if (r < 0)
-			t->error = r;
-		else if (!t->footer_seen && !t->exec_seen)
-			t->error = WSPROF_E_TRUNCATED;
+			t->w.error = r;
+		else if (!t->w.footer_seen && !t->w.exec_seen)
+			t->w.error = WSPROF_E_TRUNCATED;
 	}
-	t->current = t->ready[t->readypos++];
-	*ev = t->current.ev;
-	ev->path = t->current.path;
-	if (ev->type == WSPROF_EV_ANNOTATE) {
-		ev->text = ev->path;
-		ev->path = NULL;
+}
+
+/* What the caller will see before the events that follow in b. */
+static int mark_add(wsprof_trace *t, struct batch *b)
+{
+	if (wsp_grow(&b->marks, &b->markcap, b->nmarks + 1, sizeof *b->marks))
+		return -ENOMEM;
+	b->marks[b->nmarks++] = (struct mark){ b->n, b->ndefs, t->w };
+	return 0;
+}
+
+/* Fill an empty batch with the events of the releases that come next, up
+ * to BATCH_EVENTS (one release at most unless greedy), each release's
+ * after a mark. @return 0 or -ENOMEM; t->done once the end is marked. */
+static int fill(wsprof_trace *t, struct batch *b, bool greedy)
+{
+	b->n = b->ndefs = b->nmarks = 0;
+	t->filling = b;
+	if (wsp_grow(&b->ev, &b->cap, BATCH_EVENTS, sizeof *b->ev))
+		return -ENOMEM;
+	for (;;) {
+		if (!t->nheap) {
+			if (b->n && (!greedy || b->nmarks >= BATCH_MARKS))
+				return 0;
+			int r = advance(t);
+			if (r < 0 || mark_add(t, b))
+				return r < 0 ? r : -ENOMEM;
+			if (r == 0)
+				t->done = true;
+			if (r != 1)
+				return 0;
+		}
+		if (b->n == BATCH_EVENTS)
+			return 0;
+		b->n += release_emit(t, b->ev + b->n, BATCH_EVENTS - b->n);
 	}
-	ev->regions = t->current.regions;
-	if (ev->type == WSPROF_EV_MODULE_LOAD) {
+}
+
+/* ---- the reading thread ------------------------------------------------ */
+
+static void *worker_main(void *arg)
+{
+	wsprof_trace *t = arg;
+	pthread_mutex_lock(&t->lock);
+	while (!t->stop && !t->finished) {
+		if (t->queued == NBATCH) {
+			pthread_cond_wait(&t->room, &t->lock);
+			continue;
+		}
+		struct batch *b = &t->batches[(t->head + t->queued) % NBATCH];
+		pthread_mutex_unlock(&t->lock);
+		int err = fill(t, b, true);
+		pthread_mutex_lock(&t->lock);
+		t->queued++;
+		if (err || t->done) {
+			t->result = err;
+			t->finished = true;
+		}
+		pthread_cond_signal(&t->more);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* A regular file is read ahead on a thread of its own. Anything else (a
+ * pipe) is read as the caller asks for events: a reading thread blocked on
+ * a writer that never comes would hold up closing the trace. The thread
+ * takes no signals: they are the program's. */
+static void start(wsprof_trace *t)
+{
+	t->started = true;
+	if (!t->regular)
+		return;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->more, NULL);
+	pthread_cond_init(&t->room, NULL);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	t->threaded = pthread_create(&t->thread, NULL, worker_main, t) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!t->threaded) {
+		pthread_cond_destroy(&t->room);
+		pthread_cond_destroy(&t->more);
+		pthread_mutex_destroy(&t->lock);
+	}
+}
+
+/* Give back the batch handed out and take the next one.
+ * @return 1, 0 at the end, or -ENOMEM. */
+static int batch_next(wsprof_trace *t)
+{
+	if (!t->started)
+		start(t);
+	if (!t->threaded) {
+		t->reading = NULL;
+		t->queued = 0;
+		if (t->done)
+			return 0;
+		int err = fill(t, &t->batches[0], false);
+		if (err)
+			return err;
+		t->queued = 1;
+		t->reading = &t->batches[0];
+		t->pos = t->mark = 0;
+		return 1;
+	}
+	pthread_mutex_lock(&t->lock);
+	if (t->reading) {
+		t->reading = NULL;
+		t->head = (t->head + 1) % NBATCH;
+		t->queued--;
+		pthread_cond_signal(&t->room);
+	}
+	while (!t->queued && !t->finished)
+		pthread_cond_wait(&t->more, &t->lock);
+	int r = t->queued ? 1 : t->result;
+	if (t->queued) {
+		t->reading = &t->batches[t->head];
+		t->pos = t->mark = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+/* ---- events out (the caller's side) ------------------------------------ */
+
+static int stack_set(wsprof_trace *t, const struct stack_def *d)
+{
+	if (d->id >= t->nstacks) {
+		size_t cap = t->nstacks, need = (size_t)d->id + 1;
+		if (wsp_grow(&t->stacks, &cap, need, sizeof *t->stacks))
+			return -ENOMEM;
+		memset(t->stacks + t->nstacks, 0, (cap - t->nstacks) * sizeof *t->stacks);
+		t->nstacks = cap;
+	}
+	t->stacks[d->id] = (struct stack_node){ d->parent, d->ip, true };
+	return 0;
+}
+
+/* Mark k of the batch being handed out: its stack nodes join the table,
+ * and where reading had got becomes what the status says. */
+static int mark_apply(wsprof_trace *t, size_t k)
+{
+	const struct batch *b = t->reading;
+	for (size_t i = k ? b->marks[k - 1].defs : 0; i < b->marks[k].defs; i++)
+		if (stack_set(t, &b->defs[i]))
+			return -ENOMEM;
+	t->seen = b->marks[k].at;
+	return 0;
+}
+
+/* Keep the module table in step with the events handed out; the module
+ * moves from the event into the table. */
+static int apply_module(wsprof_trace *t, int type, uint64_t base, struct extra *x)
+{
+	if (type == WSPROF_EV_MODULE_UNLOAD) {
+		for (size_t i = 0; i < t->nmods; i++) {
+			if (t->mods[i].base != base)
+				continue;
+			module_free(&t->mods[i]);
+			t->mods[i] = t->mods[--t->nmods];
+			break;
+		}
+		return 0;
+	}
+	if (wsp_grow(&t->mods, &t->modcap, t->nmods + 1, sizeof *t->mods))
+		return -ENOMEM;
+	t->mods[t->nmods++] = *x->mod;
+	free(x->mod);
+	x->mod = NULL;
+	return 0;
+}
+
+int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
+{
+	extra_free(t->current);
+	t->current = NULL;
+	const struct batch *b;
+	for (;;) {
+		b = t->reading;
+		if (b) {
+			while (t->mark < b->nmarks && b->marks[t->mark].events <= t->pos)
+				if (mark_apply(t, t->mark++))
+					return -ENOMEM;
+			if (t->pos < b->n)
+				break;
+		}
+		int r = batch_next(t);
+		if (r <= 0)
+			return r;
+	}
+	const struct pending *p = &b->ev[t->pos++];
+	struct extra *x = t->current = p->x;
+	*ev = (wsprof_event){ .type = p->type, .kind = p->kind, .op = p->op, .tid = p->tid, .seq = p->seq,
+			      .time_ns = p->time, .addr = p->addr, .size = p->size, .stack = p->stack,
+			      .device = p->device };
+	if (x) {
+		ev->stream = x->stream;
+		ev->handle = x->handle;
+		ev->device_free = x->device_free;
+		ev->device_total = x->device_total;
+		ev->child_pid = x->child_pid;
+		ev->regions = x->regions;
+		ev->nregions = x->nregions;
+		if (p->type == WSPROF_EV_ANNOTATE)
+			ev->text = x->path;
+		else
+			ev->path = x->path;
+	}
+	if (p->type == WSPROF_EV_MODULE_LOAD) {
 		/* Point the event at the table's copy, which outlives it. */
-		if (apply_module(t, &t->current))
+		if (apply_module(t, p->type, p->addr, x))
 			return -ENOMEM;
 		const struct module *m = &t->mods[t->nmods - 1];
 		ev->path = m->path;
 		ev->build_id = m->build_id;
 		ev->build_id_len = m->build_id_len;
-	} else if (ev->type == WSPROF_EV_MODULE_UNLOAD && apply_module(t, &t->current)) {
+	} else if (p->type == WSPROF_EV_MODULE_UNLOAD && apply_module(t, p->type, p->addr, x)) {
 		return -ENOMEM;
 	}
 	return 1;
@@ -873,25 +1233,26 @@ int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
 
 void wsprof_trace_get_status(const wsprof_trace *t, wsprof_trace_status *st)
 {
+	const struct progress *s = &t->seen;
 	memset(st, 0, sizeof *st);
-	st->chunks = t->next_chunk;
-	st->events = t->events;
-	st->error = t->error;
-	st->ended_by_exec = t->exec_seen && !t->footer_seen;
-	st->threads = t->ntids;
-	st->end_time_ns = t->footer_seen && t->footer_end > t->last_time ? t->footer_end : t->last_time;
-	if (t->footer_seen && !t->error && t->eof && t->footer_chunks == t->next_chunk &&
-	    t->footer_events == t->events)
+	st->chunks = s->chunks;
+	st->events = s->events;
+	st->error = s->error;
+	st->ended_by_exec = s->exec_seen && !s->footer_seen;
+	st->threads = s->threads;
+	st->end_time_ns = s->footer_seen && s->footer_end > s->last_time ? s->footer_end : s->last_time;
+	if (s->footer_seen && !s->error && s->eof && s->footer_chunks == s->chunks &&
+	    s->footer_events == s->events)
 		st->complete = 1;
-	else if (t->exec_seen && !t->error && t->eof)
+	else if (s->exec_seen && !s->error && s->eof)
 		st->complete = 1;
-	else if (t->footer_seen && !t->error && t->eof)
+	else if (s->footer_seen && !s->error && s->eof)
 		st->error = WSPROF_E_CORRUPT; /* the footer disagrees with what was read */
 }
 
 void wsprof_trace_position(const wsprof_trace *t, uint64_t *bytes_read, uint64_t *file_size)
 {
-	*bytes_read = t->bytes_read;
+	*bytes_read = t->seen.bytes_read;
 	*file_size = t->file_size;
 }
 
@@ -957,23 +1318,43 @@ void wsprof_trace_close(wsprof_trace *t)
 {
 	if (!t)
 		return;
-	pending_release(&t->current);
+	if (t->threaded) {
+		pthread_mutex_lock(&t->lock);
+		t->stop = true;
+		pthread_cond_signal(&t->room);
+		pthread_mutex_unlock(&t->lock);
+		pthread_join(t->thread, NULL);
+		pthread_cond_destroy(&t->room);
+		pthread_cond_destroy(&t->more);
+		pthread_mutex_destroy(&t->lock);
+	}
+	extra_free(t->current);
+	for (size_t i = 0; i < t->queued; i++) { /* events never handed out */
+		struct batch *b = &t->batches[(t->head + i) % NBATCH];
+		for (size_t j = b == t->reading ? t->pos : 0; j < b->n; j++)
+			extra_free(b->ev[j].x);
+	}
+	for (size_t i = 0; i < NBATCH; i++) {
+		free(t->batches[i].ev);
+		free(t->batches[i].defs);
+		free(t->batches[i].marks);
+	}
 	for (size_t i = 0; i < t->nruns; i++)
 		for (size_t j = t->runs[i].next; j < t->runs[i].end; j++)
-			pending_release(&t->pend[j]);
+			extra_free(t->pend[j].x);
 	free(t->runs);
 	free(t->merge);
-	for (size_t i = t->readypos; i < t->nready; i++)
-		pending_release(&t->ready[i]);
+	free(t->pend);
+	free(t->defined);
 	for (size_t i = 0; i < t->nmods; i++)
 		module_free(&t->mods[i]);
 	free(t->mods);
-	free(t->pend);
-	free(t->ready);
 	free(t->stacks);
 	free(t->tids);
 	free(t->zbuf);
 	free(t->raw);
+	free(t->columns);
+	free(t->rows);
 	free(t->exe);
 	free(t->cmdline);
 	free(t->tool_version);

@@ -32,8 +32,8 @@ extern "C" {
 #endif
 
 /* Trace format version this reader writes and understands (doc/trace-format.md). */
-#define WSPROF_FORMAT_MAJOR 1
-#define WSPROF_FORMAT_MINOR 1
+#define WSPROF_FORMAT_MAJOR 2
+#define WSPROF_FORMAT_MINOR 0
 
 enum wsprof_error {
 	WSPROF_E_NOT_TRACE = -4097, /* the file is not a wsprof trace */
@@ -178,6 +178,11 @@ typedef struct wsprof_process {
 	 * at most, and why a source is missing ("" when none is). */
 	unsigned access_sources, wp_pages, window_ms, max_regions;
 	const char *access_note;
+	/* Heap sampling (WSPROF_SAMPLE_BYTES): the mean bytes between sampled
+	 * heap allocations, 0 when every one was recorded. A heap allocation
+	 * of s bytes (0 counts as 1) was recorded with probability
+	 * 1 - exp(-s / sample_bytes), and its free only if it was (1: all). */
+	uint64_t sample_bytes;
 } wsprof_process;
 
 typedef struct wsprof_trace_status {

@@ -135,10 +135,10 @@ Test(bad_input, newer_major_version)
 	unsigned char *data;
 	size_t len;
 	char *full = record_several_chunks(&data, &len);
-	cr_assert_eq(data[16], 1, "the recorded trace is not format major 1");
-	data[16] = 2;
+	cr_assert_eq(data[16], 2, "the recorded trace is not format major 2");
+	data[16] = 3;
 	char *path = write_variant("newer.wsp", data, len);
-	expect_refused(path, "a trace of format 2.0", "newer");
+	expect_refused(path, "a trace of format 3.0", "newer");
 	free(path);
 	free(full);
 	free(data);

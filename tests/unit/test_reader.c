@@ -211,7 +211,7 @@ Test(reader_open, header_records_fill_the_process)
 	cr_expect_str_eq(pr->exe, "/opt/app/bin/app");
 	cr_expect_str_eq(pr->cmdline, "./app -n 3");
 	cr_expect_str_eq(pr->tool_version, "9.8.7");
-	cr_expect_eq(pr->format_major, 1);
+	cr_expect_eq(pr->format_major, WSPROF_FORMAT_MAJOR);
 	cr_expect_eq(pr->format_minor, WSPROF_FORMAT_MINOR);
 	cr_expect_eq(pr->stack_depth, 32);
 	cr_expect_eq(pr->flush_ms, 150);

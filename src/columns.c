@@ -1,0 +1,445 @@
+/*
+ * columns.c - the column layout of chunks (see columns.h and
+ * doc/trace-format.md, "Column layout").
+ *
+ * Both directions walk the records in order and keep the same segment
+ * state: the rings of the segment's allocations and frees, the newest frees
+ * of each size class, and the three addresses deltas are taken from. The
+ * encoder only turns a record into columns when the decoder's canonical
+ * re-encoding gives back its very bytes, so the transform is exact.
+ * Records carried verbatim take no part in the predictions (they only move
+ * the row format's address), so both sides stay in step whatever they hold.
+ */
+#include "columns.h"
+
+#include "format.h"
+
+#include <string.h>
+
+#define ALLOC_FIELDS 7 /* dseq, dtime, kind, op, daddr, size, stack */
+#define FREE_FIELDS 5  /* dseq, dtime, kind, op, daddr */
+
+/* glibc's chunk sizes up to 1 KiB (its per-thread caches), then eight
+ * classes per power of two; class 0 is a block whose size is not known. */
+static uint32_t size_class(uint64_t size)
+{
+	if (size > (UINT64_C(1) << 60))
+		return WSP_COL_CLASSES - 1;
+	uint64_t chunk = (size + 8 + 15) & ~UINT64_C(15);
+	if (chunk < 32)
+		chunk = 32;
+	if (chunk <= 1024)
+		return (uint32_t)(chunk / 16);
+	unsigned msb = 63u - (unsigned)__builtin_clzll(chunk);
+	return 65 + (msb - 10) * 8 + (uint32_t)((chunk >> (msb - 3)) & 7);
+}
+
+static void segment_reset(struct wsp_columns *ws)
+{
+	ws->row_addr = ws->prev_alloc = ws->prev_miss = 0;
+	ws->nalloc = ws->nfree = 0;
+	for (size_t i = 0; i < WSP_COL_CLASSES; i++)
+		ws->classes[i].head = ws->classes[i].count = 0;
+}
+
+/* The row format's address delta of a record carried verbatim, as the
+ * reader takes it (an absent field reads as 0). */
+static void follow_row_addr(struct wsp_columns *ws, uint64_t type, const uint8_t *payload, size_t len)
+{
+	int skip;
+	switch (type) {
+	case WSP_REC_ALLOC:
+	case WSP_REC_FREE:
+	case WSP_REC_MOVE:
+	case WSP_REC_UNMAP:
+	case WSP_REC_STREAM_REACHED:
+		skip = 4;
+		break;
+	case WSP_REC_ANNOTATE:
+		skip = 3;
+		break;
+	case WSP_REC_SEGMENT:
+		segment_reset(ws);
+		return;
+	default:
+		return;
+	}
+	struct wsp_cursor r = { payload, payload + len, false };
+	for (int i = 0; i < skip; i++)
+		wsp_get_field(&r);
+	ws->row_addr += (uint64_t)wsp_unzigzag(wsp_get_field(&r));
+}
+
+/* ---- the rings and classes both sides keep ----------------------------- */
+
+static bool alloc_ref_valid(const struct wsp_columns *ws, uint32_t ord, uint64_t addr)
+{
+	return ord < ws->nalloc && ws->nalloc - ord <= WSP_COL_RING && ws->allocs[ord % WSP_COL_RING].addr == addr;
+}
+
+static bool free_live(const struct wsp_columns *ws, uint32_t ord)
+{
+	return ord < ws->nfree && ws->nfree - ord <= WSP_COL_RING && !ws->frees[ord % WSP_COL_RING].used;
+}
+
+static void push_alloc(struct wsp_columns *ws, uint64_t addr, uint64_t size)
+{
+	ws->allocs[ws->nalloc % WSP_COL_RING] = (struct wsp_col_block){ addr, size_class(size), false };
+	ws->nalloc++;
+	ws->prev_alloc = addr;
+}
+
+static void push_free(struct wsp_columns *ws, uint64_t addr, uint32_t cls)
+{
+	ws->frees[ws->nfree % WSP_COL_RING] = (struct wsp_col_block){ addr, cls, false };
+	struct wsp_col_class *c = &ws->classes[cls];
+	c->ord[c->head] = ws->nfree;
+	c->head = (c->head + 1) % WSP_COL_DEPTH;
+	if (c->count < WSP_COL_DEPTH)
+		c->count++;
+	ws->nfree++;
+}
+
+/* Walk the class's remembered frees, newest first, skipping those taken
+ * again: the place of the one at addr (encoder), or the ord of the one at
+ * place `want` (decoder, addr ignored). @return UINT32_MAX if none. */
+static uint32_t class_walk(const struct wsp_columns *ws, uint32_t cls, uint64_t addr, uint64_t want, bool encoding)
+{
+	const struct wsp_col_class *c = &ws->classes[cls];
+	uint32_t place = 0;
+	for (uint32_t k = 0; k < c->count; k++) {
+		uint32_t ord = c->ord[(c->head + WSP_COL_DEPTH - 1 - k) % WSP_COL_DEPTH];
+		if (!free_live(ws, ord))
+			continue;
+		if (encoding ? ws->frees[ord % WSP_COL_RING].addr == addr : place == want)
+			return encoding ? place : ord;
+		place++;
+	}
+	return UINT32_MAX;
+}
+
+/* ---- encoder ------------------------------------------------------------ */
+
+static struct wsp_col_slot *bucket(struct wsp_col_slot (*table)[4], uint64_t addr)
+{
+	return table[((addr >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - 14)];
+}
+
+static uint32_t hint_find(struct wsp_col_slot (*table)[4], uint64_t addr)
+{
+	struct wsp_col_slot *b = bucket(table, addr);
+	for (int i = 0; i < 4; i++)
+		if (b[i].addr == addr)
+			return b[i].ord;
+	return UINT32_MAX;
+}
+
+/* Remember ord for addr, over the same address, else over a slot whose
+ * hint no longer holds (stale: `holds` says), else over one by turns. */
+static void hint_put(struct wsp_columns *ws, struct wsp_col_slot (*table)[4], uint64_t addr, uint32_t ord,
+		     bool (*holds)(const struct wsp_columns *, const struct wsp_col_slot *))
+{
+	struct wsp_col_slot *b = bucket(table, addr), *victim = &b[ord & 3];
+	for (int i = 0; i < 4; i++) {
+		if (b[i].addr == addr) {
+			b[i].ord = ord;
+			return;
+		}
+		if (!holds(ws, &b[i]))
+			victim = &b[i];
+	}
+	*victim = (struct wsp_col_slot){ addr, ord };
+}
+
+static bool alloc_hint_holds(const struct wsp_columns *ws, const struct wsp_col_slot *s)
+{
+	return alloc_ref_valid(ws, s->ord, s->addr);
+}
+
+static bool free_hint_holds(const struct wsp_columns *ws, const struct wsp_col_slot *s)
+{
+	return free_live(ws, s->ord) && ws->frees[s->ord % WSP_COL_RING].addr == s->addr;
+}
+
+struct col_writer {
+	uint8_t *const *col;
+	size_t *len, cap;
+	bool full;
+};
+
+static void put(struct col_writer *w, int i, uint64_t v)
+{
+	if (w->len[i] + 10 > w->cap) {
+		w->full = true;
+		return;
+	}
+	w->len[i] = (size_t)(wsp_put_varint(w->col[i] + w->len[i], v) - w->col[i]);
+}
+
+static void put_bytes(struct col_writer *w, int i, const uint8_t *p, size_t n)
+{
+	if (w->len[i] + n > w->cap) {
+		w->full = true;
+		return;
+	}
+	memcpy(w->col[i] + w->len[i], p, n);
+	w->len[i] += n;
+}
+
+/* The canonical row encoding of an ALLOC or FREE: what the decoder writes. */
+static size_t put_row(uint8_t *out, uint64_t type, const uint64_t *f, int nf)
+{
+	uint8_t payload[ALLOC_FIELDS * 10], *p = payload;
+	for (int i = 0; i < nf; i++)
+		p = wsp_put_varint(p, f[i]);
+	size_t n = (size_t)(p - payload);
+	out[0] = (uint8_t)type;
+	out[1] = (uint8_t)n;
+	memcpy(out + 2, payload, n);
+	return n + 2;
+}
+
+/* Read an ALLOC's or FREE's fields if the record is exactly their
+ * canonical encoding (anything more, such as CUDA fields, stays verbatim). */
+static bool canonical(uint64_t type, const uint8_t *rec, size_t reclen, const uint8_t *payload, size_t len,
+		      uint64_t *f, int nf)
+{
+	struct wsp_cursor r = { payload, payload + len, false };
+	for (int i = 0; i < nf; i++)
+		f[i] = wsp_get_varint(&r);
+	uint8_t again[2 + ALLOC_FIELDS * 10];
+	return !r.bad && r.p == r.end && put_row(again, type, f, nf) == reclen && !memcmp(again, rec, reclen);
+}
+
+/* @return false if the allocation must stay verbatim. */
+static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uint64_t *f)
+{
+	uint64_t addr = ws->row_addr + (uint64_t)wsp_unzigzag(f[4]);
+	uint32_t cls = size_class(f[5]), place = class_walk(ws, cls, addr, 0, true), ord = UINT32_MAX;
+	uint64_t code;
+	if (place != UINT32_MAX) {
+		code = (uint64_t)place * 3 + 1;
+	} else if ((ord = hint_find(ws->by_free, addr)) != UINT32_MAX && free_hint_holds(ws, &(struct wsp_col_slot){ addr, ord })) {
+		code = (uint64_t)(ws->nfree - ord) * 3 + 2;
+	} else {
+		uint64_t z = wsp_zigzag((int64_t)(addr - ws->prev_alloc));
+		if (z > UINT64_MAX / 3)
+			return false;
+		code = z * 3;
+		ord = UINT32_MAX;
+	}
+	if (place != UINT32_MAX)
+		ord = class_walk(ws, cls, 0, place, false);
+	if (ord != UINT32_MAX)
+		ws->frees[ord % WSP_COL_RING].used = true;
+	ws->row_addr = addr;
+	hint_put(ws, ws->by_alloc, addr, ws->nalloc, alloc_hint_holds);
+	push_alloc(ws, addr, f[5]);
+	put(w, WSP_COL_TYPE, 1);
+	put(w, WSP_COL_SEQ, f[0]);
+	put(w, WSP_COL_TIME, f[1]);
+	put(w, WSP_COL_KIND, f[2]);
+	put(w, WSP_COL_KIND, f[3]);
+	put(w, WSP_COL_ALLOC, code);
+	put(w, WSP_COL_SIZE, f[5]);
+	put(w, WSP_COL_STACK, f[6]);
+	return true;
+}
+
+static bool encode_free(struct wsp_columns *ws, struct col_writer *w, const uint64_t *f)
+{
+	uint64_t addr = ws->row_addr + (uint64_t)wsp_unzigzag(f[4]), code;
+	uint32_t ord = hint_find(ws->by_alloc, addr), cls = 0;
+	if (ord != UINT32_MAX && alloc_ref_valid(ws, ord, addr)) {
+		code = (uint64_t)(ws->nalloc - ord) * 2 + 1;
+		cls = ws->allocs[ord % WSP_COL_RING].cls;
+	} else {
+		uint64_t z = wsp_zigzag((int64_t)(addr - ws->prev_miss));
+		if (z > UINT64_MAX / 2)
+			return false;
+		code = z * 2;
+		ws->prev_miss = addr;
+	}
+	ws->row_addr = addr;
+	hint_put(ws, ws->by_free, addr, ws->nfree, free_hint_holds);
+	push_free(ws, addr, cls);
+	put(w, WSP_COL_TYPE, 2);
+	put(w, WSP_COL_SEQ, f[0]);
+	put(w, WSP_COL_TIME, f[1]);
+	put(w, WSP_COL_KIND, f[2]);
+	put(w, WSP_COL_KIND, f[3]);
+	put(w, WSP_COL_FREE, code);
+	return true;
+}
+
+bool wsp_columns_encode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *const col[WSP_COL_COUNT],
+			size_t cap, size_t len[WSP_COL_COUNT])
+{
+	struct col_writer w = { col, len, cap, false };
+	memset(len, 0, WSP_COL_COUNT * sizeof *len);
+	segment_reset(ws);
+	struct wsp_cursor c = { in, in + n, false };
+	while (c.p < c.end && !w.full) {
+		const uint8_t *rec = c.p;
+		uint64_t type = wsp_get_varint(&c), rlen = wsp_get_varint(&c);
+		if (c.bad || rlen > (uint64_t)(c.end - c.p))
+			return false;
+		const uint8_t *payload = c.p;
+		c.p += rlen;
+		size_t reclen = (size_t)(c.p - rec);
+		uint64_t f[ALLOC_FIELDS];
+		if (type == WSP_REC_ALLOC && canonical(type, rec, reclen, payload, rlen, f, ALLOC_FIELDS) &&
+		    encode_alloc(ws, &w, f))
+			continue;
+		if (type == WSP_REC_FREE && canonical(type, rec, reclen, payload, rlen, f, FREE_FIELDS) &&
+		    encode_free(ws, &w, f))
+			continue;
+		put(&w, WSP_COL_TYPE, 0);
+		put_bytes(&w, WSP_COL_VERBATIM, rec, reclen);
+		follow_row_addr(ws, type, payload, rlen);
+	}
+	return !w.full;
+}
+
+size_t wsp_columns_header(uint8_t *out, size_t rows, const size_t len[WSP_COL_COUNT])
+{
+	uint8_t *p = wsp_put_varint(out, rows);
+	p = wsp_put_varint(p, WSP_COL_COUNT);
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		p = wsp_put_varint(p, len[i]);
+	return (size_t)(p - out);
+}
+
+/* ---- decoder ------------------------------------------------------------ */
+
+/* Split a chunk into its columns. @return the rows' size, or SIZE_MAX. */
+static size_t columns_open(const uint8_t *in, size_t n, struct wsp_cursor col[WSP_COL_COUNT])
+{
+	struct wsp_cursor h = { in, in + n, false };
+	uint64_t rows = wsp_get_varint(&h), count = wsp_get_varint(&h), len[WSP_COL_COUNT];
+	if (h.bad || count != WSP_COL_COUNT || rows > SIZE_MAX / 2)
+		return SIZE_MAX;
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		len[i] = wsp_get_varint(&h);
+	if (h.bad)
+		return SIZE_MAX;
+	const uint8_t *p = h.p;
+	for (int i = 0; i < WSP_COL_COUNT; i++) {
+		if (len[i] > (uint64_t)(h.end - p))
+			return SIZE_MAX;
+		col[i] = (struct wsp_cursor){ p, p + len[i], false };
+		p += len[i];
+	}
+	return p == h.end ? (size_t)rows : SIZE_MAX;
+}
+
+size_t wsp_columns_rows_size(const uint8_t *in, size_t n)
+{
+	struct wsp_cursor col[WSP_COL_COUNT];
+	return columns_open(in, n, col);
+}
+
+/* An allocation's address from its code. @return false if malformed. */
+static bool decode_alloc_addr(struct wsp_columns *ws, uint64_t code, uint64_t size, uint64_t *addr)
+{
+	uint32_t ord;
+	if (code % 3 == 0) {
+		*addr = ws->prev_alloc + (uint64_t)wsp_unzigzag(code / 3);
+		return true;
+	}
+	if (code % 3 == 1) {
+		ord = class_walk(ws, size_class(size), 0, code / 3, false);
+		if (ord == UINT32_MAX)
+			return false;
+	} else {
+		uint64_t d = code / 3;
+		if (d == 0 || d > ws->nfree)
+			return false;
+		ord = ws->nfree - (uint32_t)d;
+		if (!free_live(ws, ord))
+			return false;
+	}
+	ws->frees[ord % WSP_COL_RING].used = true;
+	*addr = ws->frees[ord % WSP_COL_RING].addr;
+	return true;
+}
+
+static bool decode_free_addr(struct wsp_columns *ws, uint64_t code, uint64_t *addr, uint32_t *cls)
+{
+	if (code % 2 == 0) {
+		*addr = ws->prev_miss = ws->prev_miss + (uint64_t)wsp_unzigzag(code / 2);
+		*cls = 0;
+		return true;
+	}
+	uint64_t d = code / 2;
+	if (d == 0 || d > ws->nalloc || d > WSP_COL_RING)
+		return false;
+	const struct wsp_col_block *b = &ws->allocs[(ws->nalloc - (uint32_t)d) % WSP_COL_RING];
+	*addr = b->addr;
+	*cls = b->cls;
+	return true;
+}
+
+int wsp_columns_decode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *out, size_t cap)
+{
+	struct wsp_cursor col[WSP_COL_COUNT];
+	size_t rows = columns_open(in, n, col);
+	if (rows == SIZE_MAX || rows > cap)
+		return -1;
+	uint8_t *p = out, *end = out + rows;
+	segment_reset(ws);
+	while (col[WSP_COL_TYPE].p < col[WSP_COL_TYPE].end) {
+		uint64_t what = wsp_get_varint(&col[WSP_COL_TYPE]);
+		if (what == 0) {
+			struct wsp_cursor *v = &col[WSP_COL_VERBATIM];
+			const uint8_t *rec = v->p;
+			uint64_t type = wsp_get_varint(v), len = wsp_get_varint(v);
+			if (v->bad || len > (uint64_t)(v->end - v->p) || (size_t)(v->p - rec) + len > (size_t)(end - p))
+				return -1;
+			const uint8_t *payload = v->p;
+			v->p += len;
+			memcpy(p, rec, (size_t)(v->p - rec));
+			p += v->p - rec;
+			follow_row_addr(ws, type, payload, (size_t)len);
+			continue;
+		}
+		if (what > 2)
+			return -1;
+		uint64_t f[ALLOC_FIELDS], addr;
+		f[0] = wsp_get_varint(&col[WSP_COL_SEQ]);
+		f[1] = wsp_get_varint(&col[WSP_COL_TIME]);
+		f[2] = wsp_get_varint(&col[WSP_COL_KIND]);
+		f[3] = wsp_get_varint(&col[WSP_COL_KIND]);
+		uint64_t type;
+		int nf;
+		if (what == 1) {
+			uint64_t code = wsp_get_varint(&col[WSP_COL_ALLOC]);
+			f[5] = wsp_get_varint(&col[WSP_COL_SIZE]);
+			f[6] = wsp_get_varint(&col[WSP_COL_STACK]);
+			if (!decode_alloc_addr(ws, code, f[5], &addr))
+				return -1;
+			push_alloc(ws, addr, f[5]);
+			type = WSP_REC_ALLOC;
+			nf = ALLOC_FIELDS;
+		} else {
+			uint32_t cls;
+			if (!decode_free_addr(ws, wsp_get_varint(&col[WSP_COL_FREE]), &addr, &cls))
+				return -1;
+			push_free(ws, addr, cls);
+			type = WSP_REC_FREE;
+			nf = FREE_FIELDS;
+		}
+		f[4] = wsp_zigzag((int64_t)(addr - ws->row_addr));
+		ws->row_addr = addr;
+		uint8_t row[2 + ALLOC_FIELDS * 10];
+		size_t rn = put_row(row, type, f, nf);
+		if (rn > (size_t)(end - p))
+			return -1;
+		memcpy(p, row, rn);
+		p += rn;
+	}
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		if (col[i].bad || col[i].p != col[i].end)
+			return -1;
+	return p == end ? 0 : -1;
+}

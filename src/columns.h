@@ -1,0 +1,108 @@
+/*
+ * columns.h - the column layout of chunks (format 2.0): a reversible
+ * transform of a chunk's records that lets zstd see each field of the
+ * allocation events on its own, and replaces most addresses by short
+ * references. doc/trace-format.md, "Column layout", is the specification.
+ *
+ * Row records mix fields of very different statistics (sequence deltas,
+ * sizes, addresses) byte by byte, which zstd's entropy stage cannot take
+ * apart. The writer turns the records of a chunk into nine columns; the
+ * reader turns them back into the very same bytes and decodes those as
+ * before. ALLOC and FREE records of the usual shape become columns; every
+ * other record is carried verbatim.
+ *
+ * Addresses, the largest part of what is left, are predicted within a
+ * segment (one thread's buffer), as the allocator itself reuses memory:
+ * a free names the allocation it ends by how many allocations ago it was
+ * made; an allocation names a block freed earlier in the segment, by its
+ * place among the blocks freed of its size class (newest first), or by how
+ * many frees ago it was freed; only what neither predicts is an address
+ * delta. The encoder finds the references with two small hash tables; the
+ * decoder needs none, only the rings both sides keep.
+ *
+ * Neither side allocates: both work in a caller-provided struct
+ * wsp_columns (about 3 MiB; the recorder's comes from its own pages).
+ * The decoder checks every read and write against its bounds and reports
+ * malformed input.
+ */
+#ifndef WSP_COLUMNS_H
+#define WSP_COLUMNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Chunk header flag: the chunk's raw bytes are in the column layout. */
+#define WSP_CHUNK_COLUMNS 1u
+
+enum wsp_column {
+	WSP_COL_TYPE,      /* 0 verbatim record, 1 ALLOC, 2 FREE */
+	WSP_COL_SEQ,       /* dseq of ALLOC and FREE */
+	WSP_COL_TIME,      /* dtime */
+	WSP_COL_KIND,      /* kind, op */
+	WSP_COL_ALLOC,     /* an allocation's address: reference or delta */
+	WSP_COL_SIZE,
+	WSP_COL_STACK,
+	WSP_COL_FREE,      /* a free's address: reference or delta */
+	WSP_COL_VERBATIM,  /* every other record, whole */
+	WSP_COL_COUNT
+};
+
+#define WSP_COL_RING (1u << 15)    /* allocations and frees remembered per segment */
+#define WSP_COL_CLASSES 512        /* size classes; 0: a block of unknown size */
+#define WSP_COL_DEPTH 64           /* frees remembered per size class */
+#define WSP_COL_BUCKETS (1u << 14) /* encoder hash tables: buckets of 4 */
+
+struct wsp_col_block {
+	uint64_t addr;
+	uint32_t cls;
+	bool used; /* a freed block an allocation has taken again */
+};
+
+/* The newest frees of one size class, a ring of their ords. */
+struct wsp_col_class {
+	uint32_t head, count;
+	uint32_t ord[WSP_COL_DEPTH];
+};
+
+struct wsp_col_slot {
+	uint64_t addr;
+	uint32_t ord;
+};
+
+struct wsp_columns {
+	/* Segment state, reset by every SEGMENT record. */
+	uint64_t row_addr;   /* what the row format's next address delta is from */
+	uint64_t prev_alloc; /* the last allocation's address */
+	uint64_t prev_miss;  /* the last free's address that was no reference */
+	uint32_t nalloc, nfree;
+	struct wsp_col_block allocs[WSP_COL_RING], frees[WSP_COL_RING];
+	struct wsp_col_class classes[WSP_COL_CLASSES];
+	/* Encoder only: where an address was last allocated, freed (hints,
+	 * checked against the rings; no reset needed). */
+	struct wsp_col_slot by_alloc[WSP_COL_BUCKETS][4], by_free[WSP_COL_BUCKETS][4];
+};
+
+/* Largest header wsp_columns_encode's caller writes before the columns. */
+#define WSP_COL_HEADER_MAX ((WSP_COL_COUNT + 2) * 10)
+
+/* Split the records in[0..n) into columns: col[i] gets len[i] bytes, each
+ * at most cap. @return false if a column would pass cap (the chunk is then
+ * written in rows). */
+bool wsp_columns_encode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *const col[WSP_COL_COUNT],
+			size_t cap, size_t len[WSP_COL_COUNT]);
+
+/* The header that precedes the columns: the rows' size, the column
+ * count and each column's length. @return its length. */
+size_t wsp_columns_header(uint8_t *out, size_t rows, const size_t len[WSP_COL_COUNT]);
+
+/* The rows' size a column-layout chunk declares, or SIZE_MAX if its
+ * header is malformed. */
+size_t wsp_columns_rows_size(const uint8_t *in, size_t n);
+
+/* Turn a column-layout chunk back into its records: out gets exactly
+ * wsp_columns_rows_size() bytes (cap at least that).
+ * @return 0, or -1 if the chunk is malformed. */
+int wsp_columns_decode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *out, size_t cap);
+
+#endif

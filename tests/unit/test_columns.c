@@ -1,0 +1,273 @@
+/*
+ * test_columns.c - the column layout of chunks (src/columns.c): exact
+ * round trips of every kind of record, the references it writes for
+ * addresses the allocator reuses, records that must stay verbatim, and
+ * malformed column chunks refused without reading or writing out of bounds
+ * (the checked build runs this under ASan).
+ */
+#include "columns.h"
+#include "format.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAP (1u << 22)
+
+static struct wsp_columns enc, dec;
+
+/* A chunk's records, as the recorder writes them. */
+struct rows {
+	uint8_t *p;
+	size_t len;
+	uint64_t addr; /* the segment's address delta state */
+};
+
+static void rec(struct rows *r, unsigned type, const uint64_t *f, int nf)
+{
+	uint8_t *p = r->p + r->len;
+	struct wsp_record_mark m;
+	p = wsp_record_open(p, type, WSP_EVENT_RECORD_MAX - 2, &m);
+	for (int i = 0; i < nf; i++)
+		p = wsp_put_varint(p, f[i]);
+	r->len = (size_t)(wsp_record_close(p, &m) - r->p);
+}
+
+static void segment(struct rows *r, uint64_t tid)
+{
+	rec(r, WSP_REC_SEGMENT, (uint64_t[]){ tid, 0, 0 }, 3);
+	r->addr = 0;
+}
+
+static uint64_t daddr(struct rows *r, uint64_t a)
+{
+	uint64_t d = wsp_zigzag((int64_t)(a - r->addr));
+	r->addr = a;
+	return d;
+}
+
+static void alloc(struct rows *r, uint64_t a, uint64_t size, uint64_t stack)
+{
+	uint64_t d = daddr(r, a);
+	rec(r, WSP_REC_ALLOC, (uint64_t[]){ 1, 0, WSPROF_KIND_HEAP, WSPROF_OP_MALLOC, d, size, stack }, 7);
+}
+
+static void release(struct rows *r, uint64_t a)
+{
+	uint64_t d = daddr(r, a);
+	rec(r, WSP_REC_FREE, (uint64_t[]){ 1, 0, WSPROF_KIND_HEAP, WSPROF_OP_FREE, d }, 5);
+}
+
+struct encoded {
+	uint8_t *col[WSP_COL_COUNT];
+	size_t len[WSP_COL_COUNT];
+	uint8_t *chunk;
+	size_t n;
+};
+
+static void encode(const struct rows *r, struct encoded *e)
+{
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		e->col[i] = malloc(CAP);
+	cr_assert(wsp_columns_encode(&enc, r->p, r->len, e->col, CAP, e->len));
+	e->chunk = malloc(WSP_COL_HEADER_MAX + WSP_COL_COUNT * (size_t)CAP);
+	e->n = wsp_columns_header(e->chunk, r->len, e->len);
+	for (int i = 0; i < WSP_COL_COUNT; i++) {
+		memcpy(e->chunk + e->n, e->col[i], e->len[i]);
+		e->n += e->len[i];
+	}
+}
+
+static void encoded_free(struct encoded *e)
+{
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		free(e->col[i]);
+	free(e->chunk);
+}
+
+static void expect_round_trip(const struct rows *r, struct encoded *e)
+{
+	encode(r, e);
+	cr_assert_eq(wsp_columns_rows_size(e->chunk, e->n), r->len);
+	uint8_t *back = malloc(r->len + 1);
+	cr_assert_eq(wsp_columns_decode(&dec, e->chunk, e->n, back, r->len), 0);
+	cr_expect_eq(memcmp(back, r->p, r->len), 0, "the records come back byte for byte");
+	free(back);
+}
+
+static struct rows rows_new(void)
+{
+	return (struct rows){ malloc(CAP), 0, 0 };
+}
+
+Test(columns, references_for_reused_addresses)
+{
+	struct rows r = rows_new();
+	segment(&r, 7);
+	alloc(&r, 0x10000, 100, 3);  /* a delta from 0 */
+	alloc(&r, 0x10100, 40, 3);   /* a delta from the last allocation */
+	release(&r, 0x10000);        /* the allocation two ago */
+	alloc(&r, 0x10000, 104, 4);  /* the newest free of its class (112-byte chunks) */
+	release(&r, 0x99990);        /* not allocated here: a delta */
+	alloc(&r, 0x99990, 5000, 4); /* unknown size: no class; the free one ago */
+	struct encoded e;
+	expect_round_trip(&r, &e);
+	static const uint8_t types[] = { 0, 1, 1, 2, 1, 2, 1 };
+	cr_assert_eq(e.len[WSP_COL_TYPE], sizeof types);
+	cr_expect_eq(memcmp(e.col[WSP_COL_TYPE], types, sizeof types), 0);
+	/* 0x10000 -> zigzag 0x20000 * 3; +0x100 -> 0x200 * 3; place 0 -> 1; one free ago -> 1 * 3 + 2 */
+	uint8_t want_alloc[32], *p = want_alloc;
+	p = wsp_put_varint(p, 0x20000 * 3);
+	p = wsp_put_varint(p, 0x200 * 3);
+	p = wsp_put_varint(p, 1);
+	p = wsp_put_varint(p, 5);
+	cr_assert_eq(e.len[WSP_COL_ALLOC], (size_t)(p - want_alloc));
+	cr_expect_eq(memcmp(e.col[WSP_COL_ALLOC], want_alloc, e.len[WSP_COL_ALLOC]), 0);
+	/* two allocations ago -> 2 * 2 + 1; 0x99990 from 0 -> zigzag * 2 */
+	uint8_t want_free[16];
+	p = wsp_put_varint(want_free, 5);
+	p = wsp_put_varint(p, wsp_zigzag(0x99990) * 2);
+	cr_assert_eq(e.len[WSP_COL_FREE], (size_t)(p - want_free));
+	cr_expect_eq(memcmp(e.col[WSP_COL_FREE], want_free, e.len[WSP_COL_FREE]), 0);
+	cr_expect_eq(e.len[WSP_COL_VERBATIM], 2 + 3, "only the SEGMENT is verbatim");
+	encoded_free(&e);
+	free(r.p);
+}
+
+/* Every record type, CUDA fields, padded varints, several segments, more
+ * allocations than the rings hold, double frees and frees of strangers. */
+Test(columns, every_record_comes_back_exactly)
+{
+	struct rows r = rows_new();
+	uint64_t rng = 12345;
+	uint64_t live[512] = { 0 };
+	for (int s = 0; s < 3; s++) {
+		segment(&r, 100 + (uint64_t)s);
+		for (int i = 0; i < 40000; i++) {
+			rng = rng * 6364136223846793005u + 1442695040888963407u;
+			uint64_t x = rng >> 24, slot = x % 512, a = live[slot];
+			if (a && x % 7 == 0) {
+				release(&r, a);
+				if (x % 3 == 0)
+					release(&r, a); /* a double free */
+				live[slot] = 0;
+			} else if (!a) {
+				a = 0x7f0000000000u + (x % 65536) * 16;
+				alloc(&r, a, 1 + x % 3000, 1 + x % 17);
+				live[slot] = a;
+			} else if (x % 11 == 0) {
+				release(&r, 0x5500000000u + x); /* allocated elsewhere */
+			} else {
+				switch (x % 10) {
+				case 0: { /* CUDA: device, stream, handle appended */
+					uint64_t d = daddr(&r, 0x7e0000000000u + x);
+					rec(&r, WSP_REC_ALLOC, (uint64_t[]){ 1, 0, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_ALLOC, d, 4096, 2, 1, 0, 0 }, 10);
+					break;
+				}
+				case 1: {
+					uint64_t d = daddr(&r, 0x7e0000000000u + x);
+					rec(&r, WSP_REC_FREE, (uint64_t[]){ 1, 0, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_FREE, d, 1, 0 }, 7);
+					break;
+				}
+				case 2: {
+					uint64_t d = daddr(&r, a);
+					rec(&r, WSP_REC_MOVE, (uint64_t[]){ 1, 0, WSPROF_KIND_HEAP, WSPROF_OP_REALLOC, d, 64 }, 6);
+					break;
+				}
+				case 3: {
+					uint64_t d = daddr(&r, 0x600000000u + x * 4096);
+					rec(&r, WSP_REC_UNMAP, (uint64_t[]){ 1, 0, WSPROF_KIND_MMAP, WSPROF_OP_MUNMAP, d, 8192 }, 6);
+					break;
+				}
+				case 4: {
+					uint64_t d = daddr(&r, a + 8);
+					rec(&r, WSP_REC_ANNOTATE, (uint64_t[]){ 1, 0, 5, d, 16, 0, 0 }, 7);
+					break;
+				}
+				case 5: {
+					uint64_t d = daddr(&r, a);
+					rec(&r, WSP_REC_STREAM_REACHED, (uint64_t[]){ 1, 0, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_FREE_ASYNC, d, 9 }, 6);
+					break;
+				}
+				case 6:
+					rec(&r, WSP_REC_STACK, (uint64_t[]){ 1 + x % 17, 0, x }, 3);
+					break;
+				case 7:
+					rec(&r, WSP_REC_ACCESS, (uint64_t[]){ 1, 0, 0, 100000000, 2, 4096, 4096, 8192, 4096 }, 9);
+					break;
+				case 8: { /* an ALLOC with a padded length: not canonical, verbatim */
+					uint8_t *p = r.p + r.len;
+					uint64_t d = daddr(&r, a + 0x100000);
+					*p++ = WSP_REC_ALLOC;
+					uint8_t *len = p;
+					p += 2;
+					uint8_t *start = p;
+					for (int k = 0; k < 7; k++)
+						p = wsp_put_varint(p, k == 4 ? d : 1);
+					wsp_put_varint_fixed(len, (uint64_t)(p - start), 2);
+					r.len = (size_t)(p - r.p);
+					break;
+				}
+				default:
+					rec(&r, WSP_REC_SYNC, (uint64_t[]){ x, 0 }, 2);
+				}
+			}
+		}
+	}
+	struct encoded e;
+	expect_round_trip(&r, &e);
+	cr_expect_gt(e.len[WSP_COL_ALLOC], 0);
+	cr_expect_gt(e.len[WSP_COL_VERBATIM], 0);
+	encoded_free(&e);
+	free(r.p);
+}
+
+Test(columns, too_small_a_column_is_refused)
+{
+	struct rows r = rows_new();
+	segment(&r, 1);
+	for (int i = 0; i < 100; i++)
+		alloc(&r, 0x1000u * (uint64_t)i, 10, 1);
+	uint8_t *col[WSP_COL_COUNT];
+	size_t len[WSP_COL_COUNT];
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		col[i] = malloc(64);
+	cr_expect_not(wsp_columns_encode(&enc, r.p, r.len, col, 64, len));
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		free(col[i]);
+	free(r.p);
+}
+
+/* Cut short, a byte changed, a header lying about sizes: refused or
+ * decoded within bounds, never a crash. */
+Test(columns, malformed_chunks_are_refused_safely)
+{
+	struct rows r = rows_new();
+	segment(&r, 1);
+	for (int i = 0; i < 300; i++) {
+		alloc(&r, 0x40000u + 0x40u * (uint64_t)(i % 37), 24 + (uint64_t)i % 50, 1);
+		release(&r, 0x40000u + 0x40u * (uint64_t)(i % 37));
+	}
+	struct encoded e;
+	expect_round_trip(&r, &e);
+	uint8_t *out = malloc(r.len);
+	for (size_t cut = 0; cut < e.n; cut++)
+		cr_expect_eq(wsp_columns_decode(&dec, e.chunk, cut, out, r.len), -1, "cut at %zu", cut);
+	int refused = 0;
+	for (size_t at = 0; at < e.n; at++) {
+		uint8_t *copy = malloc(e.n);
+		memcpy(copy, e.chunk, e.n);
+		copy[at] ^= (uint8_t)(0x5a + at);
+		refused += wsp_columns_decode(&dec, copy, e.n, out, r.len) != 0;
+		free(copy);
+	}
+	cr_expect_gt(refused, 0);
+	uint8_t lie[WSP_COL_HEADER_MAX];
+	size_t huge[WSP_COL_COUNT] = { SIZE_MAX / 4 };
+	size_t h = wsp_columns_header(lie, 100, huge);
+	cr_expect_eq(wsp_columns_rows_size(lie, h), SIZE_MAX);
+	cr_expect_eq(wsp_columns_decode(&dec, e.chunk, e.n, out, r.len - 1), -1, "the rows do not fit");
+	free(out);
+	encoded_free(&e);
+	free(r.p);
+}
