@@ -100,65 +100,84 @@ static void push_free(struct wsp_columns *ws, uint64_t addr, uint32_t cls)
 	ws->nfree++;
 }
 
-/* Walk the class's remembered frees, newest first, skipping those taken
- * again: the place of the one at addr (encoder), or the ord of the one at
- * place `want` (decoder, addr ignored). @return UINT32_MAX if none. */
-static uint32_t class_walk(const struct wsp_columns *ws, uint32_t cls, uint64_t addr, uint64_t want, bool encoding)
+/* The class's remembered frees are walked newest first, skipping those
+ * taken again or out of the ring: the encoder asks for the place of a
+ * free it knows, the decoder for the free at a place. @return
+ * UINT32_MAX if there is none. */
+static uint32_t class_place(const struct wsp_columns *ws, uint32_t cls, uint32_t ord)
 {
 	const struct wsp_col_class *c = &ws->classes[cls];
 	uint32_t place = 0;
 	for (uint32_t k = 0; k < c->count; k++) {
-		uint32_t ord = c->ord[(c->head + WSP_COL_DEPTH - 1 - k) % WSP_COL_DEPTH];
-		if (!free_live(ws, ord))
-			continue;
-		if (encoding ? ws->frees[ord % WSP_COL_RING].addr == addr : place == want)
-			return encoding ? place : ord;
-		place++;
+		uint32_t o = c->ord[(c->head + WSP_COL_DEPTH - 1 - k) % WSP_COL_DEPTH];
+		if (o == ord)
+			return place;
+		place += free_live(ws, o);
+	}
+	return UINT32_MAX;
+}
+
+static uint32_t class_at(const struct wsp_columns *ws, uint32_t cls, uint64_t place)
+{
+	const struct wsp_col_class *c = &ws->classes[cls];
+	for (uint32_t k = 0; k < c->count; k++) {
+		uint32_t o = c->ord[(c->head + WSP_COL_DEPTH - 1 - k) % WSP_COL_DEPTH];
+		if (free_live(ws, o) && place-- == 0)
+			return o;
 	}
 	return UINT32_MAX;
 }
 
 /* ---- encoder ------------------------------------------------------------ */
 
-static struct wsp_col_slot *bucket(struct wsp_col_slot (*table)[4], uint64_t addr)
+static uint64_t hint_hash(uint64_t addr)
 {
-	return table[((addr >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - 14)];
+	return (addr >> 4) * UINT64_C(0x9E3779B97F4A7C15);
 }
 
+static struct wsp_col_slot *bucket(struct wsp_col_slot (*table)[4], uint64_t h)
+{
+	return table[h >> (64 - WSP_COL_BUCKET_BITS)];
+}
+
+static uint32_t hint_tag(uint64_t h)
+{
+	return (uint32_t)(h >> 19);
+}
+
+/* The ord a table remembers for addr: a hint, to check against the ring. */
 static uint32_t hint_find(struct wsp_col_slot (*table)[4], uint64_t addr)
 {
-	struct wsp_col_slot *b = bucket(table, addr);
+	uint64_t h = hint_hash(addr);
+	struct wsp_col_slot *b = bucket(table, h);
 	for (int i = 0; i < 4; i++)
-		if (b[i].addr == addr)
+		if (b[i].tag == hint_tag(h))
 			return b[i].ord;
 	return UINT32_MAX;
 }
 
-/* Remember ord for addr, over the same address, else over a slot whose
- * hint no longer holds (stale: `holds` says), else over one by turns. */
+/* Remember ord for addr, over the same tag, else over a slot whose hint
+ * no longer holds (`holds` says), else over one by turns. */
 static void hint_put(struct wsp_columns *ws, struct wsp_col_slot (*table)[4], uint64_t addr, uint32_t ord,
-		     bool (*holds)(const struct wsp_columns *, const struct wsp_col_slot *))
+		     bool (*holds)(const struct wsp_columns *, uint32_t ord))
 {
-	struct wsp_col_slot *b = bucket(table, addr), *victim = &b[ord & 3];
+	uint64_t h = hint_hash(addr);
+	struct wsp_col_slot *b = bucket(table, h), *victim = &b[ord & 3];
 	for (int i = 0; i < 4; i++) {
-		if (b[i].addr == addr) {
+		if (b[i].tag == hint_tag(h)) {
 			b[i].ord = ord;
 			return;
 		}
-		if (!holds(ws, &b[i]))
+		if (!holds(ws, b[i].ord))
 			victim = &b[i];
 	}
-	*victim = (struct wsp_col_slot){ addr, ord };
+	*victim = (struct wsp_col_slot){ hint_tag(h), ord };
 }
 
-static bool alloc_hint_holds(const struct wsp_columns *ws, const struct wsp_col_slot *s)
+/* Whether a slot's ord still names something in the ring. */
+static bool alloc_hint_holds(const struct wsp_columns *ws, uint32_t ord)
 {
-	return alloc_ref_valid(ws, s->ord, s->addr);
-}
-
-static bool free_hint_holds(const struct wsp_columns *ws, const struct wsp_col_slot *s)
-{
-	return free_live(ws, s->ord) && ws->frees[s->ord % WSP_COL_RING].addr == s->addr;
+	return ord < ws->nalloc && ws->nalloc - ord <= WSP_COL_RING;
 }
 
 struct col_writer {
@@ -167,7 +186,7 @@ struct col_writer {
 	bool full;
 };
 
-static void put(struct col_writer *w, int i, uint64_t v)
+static inline void put(struct col_writer *w, int i, uint64_t v)
 {
 	if (w->len[i] + 10 > w->cap) {
 		w->full = true;
@@ -200,36 +219,50 @@ static size_t put_row(uint8_t *out, uint64_t type, const uint64_t *f, int nf)
 }
 
 /* Read an ALLOC's or FREE's fields if the record is exactly their
- * canonical encoding (anything more, such as CUDA fields, stays verbatim). */
-static bool canonical(uint64_t type, const uint8_t *rec, size_t reclen, const uint8_t *payload, size_t len,
-		      uint64_t *f, int nf)
+ * canonical encoding: one-byte type and length, nf minimal varints and
+ * nothing more (CUDA fields, say, keep a record verbatim). */
+static bool canonical(const uint8_t *rec, const uint8_t *end, uint64_t *f, int nf)
 {
-	struct wsp_cursor r = { payload, payload + len, false };
-	for (int i = 0; i < nf; i++)
-		f[i] = wsp_get_varint(&r);
-	uint8_t again[2 + ALLOC_FIELDS * 10];
-	return !r.bad && r.p == r.end && put_row(again, type, f, nf) == reclen && !memcmp(again, rec, reclen);
+	if (rec[1] >= 0x80 || rec + 2 + rec[1] != end)
+		return false;
+	const uint8_t *p = rec + 2;
+	for (int i = 0; i < nf; i++) {
+		uint64_t v = 0;
+		for (int shift = 0;; shift += 7) {
+			if (p == end || shift > 63)
+				return false;
+			uint8_t b = *p++;
+			v |= (uint64_t)(b & 0x7f) << shift;
+			if (!(b & 0x80)) {
+				if (!b && shift) /* a padded varint */
+					return false;
+				break;
+			}
+		}
+		f[i] = v;
+	}
+	return p == end;
 }
 
 /* @return false if the allocation must stay verbatim. */
 static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uint64_t *f)
 {
-	uint64_t addr = ws->row_addr + (uint64_t)wsp_unzigzag(f[4]);
-	uint32_t cls = size_class(f[5]), place = class_walk(ws, cls, addr, 0, true), ord = UINT32_MAX;
-	uint64_t code;
+	uint64_t addr = ws->row_addr + (uint64_t)wsp_unzigzag(f[4]), code;
+	uint32_t cls = size_class(f[5]), ord = hint_find(ws->by_free, addr), place = UINT32_MAX;
+	if (ord != UINT32_MAX && !(free_live(ws, ord) && ws->frees[ord % WSP_COL_RING].addr == addr))
+		ord = UINT32_MAX;
+	if (ord != UINT32_MAX && ws->frees[ord % WSP_COL_RING].cls == cls)
+		place = class_place(ws, cls, ord);
 	if (place != UINT32_MAX) {
 		code = (uint64_t)place * 3 + 1;
-	} else if ((ord = hint_find(ws->by_free, addr)) != UINT32_MAX && free_hint_holds(ws, &(struct wsp_col_slot){ addr, ord })) {
+	} else if (ord != UINT32_MAX) {
 		code = (uint64_t)(ws->nfree - ord) * 3 + 2;
 	} else {
 		uint64_t z = wsp_zigzag((int64_t)(addr - ws->prev_alloc));
 		if (z > UINT64_MAX / 3)
 			return false;
 		code = z * 3;
-		ord = UINT32_MAX;
 	}
-	if (place != UINT32_MAX)
-		ord = class_walk(ws, cls, 0, place, false);
 	if (ord != UINT32_MAX)
 		ws->frees[ord % WSP_COL_RING].used = true;
 	ws->row_addr = addr;
@@ -261,7 +294,7 @@ static bool encode_free(struct wsp_columns *ws, struct col_writer *w, const uint
 		ws->prev_miss = addr;
 	}
 	ws->row_addr = addr;
-	hint_put(ws, ws->by_free, addr, ws->nfree, free_hint_holds);
+	hint_put(ws, ws->by_free, addr, ws->nfree, free_live);
 	push_free(ws, addr, cls);
 	put(w, WSP_COL_TYPE, 2);
 	put(w, WSP_COL_SEQ, f[0]);
@@ -288,11 +321,9 @@ bool wsp_columns_encode(struct wsp_columns *ws, const uint8_t *in, size_t n, uin
 		c.p += rlen;
 		size_t reclen = (size_t)(c.p - rec);
 		uint64_t f[ALLOC_FIELDS];
-		if (type == WSP_REC_ALLOC && canonical(type, rec, reclen, payload, rlen, f, ALLOC_FIELDS) &&
-		    encode_alloc(ws, &w, f))
+		if (type == WSP_REC_ALLOC && rec[0] == type && canonical(rec, c.p, f, ALLOC_FIELDS) && encode_alloc(ws, &w, f))
 			continue;
-		if (type == WSP_REC_FREE && canonical(type, rec, reclen, payload, rlen, f, FREE_FIELDS) &&
-		    encode_free(ws, &w, f))
+		if (type == WSP_REC_FREE && rec[0] == type && canonical(rec, c.p, f, FREE_FIELDS) && encode_free(ws, &w, f))
 			continue;
 		put(&w, WSP_COL_TYPE, 0);
 		put_bytes(&w, WSP_COL_VERBATIM, rec, reclen);
@@ -348,7 +379,7 @@ static bool decode_alloc_addr(struct wsp_columns *ws, uint64_t code, uint64_t si
 		return true;
 	}
 	if (code % 3 == 1) {
-		ord = class_walk(ws, size_class(size), 0, code / 3, false);
+		ord = class_at(ws, size_class(size), code / 3);
 		if (ord == UINT32_MAX)
 			return false;
 	} else {

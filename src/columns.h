@@ -21,7 +21,7 @@
  * decoder needs none, only the rings both sides keep.
  *
  * Neither side allocates: both work in a caller-provided struct
- * wsp_columns (about 3 MiB; the recorder's comes from its own pages).
+ * wsp_columns (about 1.5 MiB; the recorder's comes from its own pages).
  * The decoder checks every read and write against its bounds and reports
  * malformed input.
  */
@@ -51,7 +51,7 @@ enum wsp_column {
 #define WSP_COL_RING (1u << 15)    /* allocations and frees remembered per segment */
 #define WSP_COL_CLASSES 512        /* size classes; 0: a block of unknown size */
 #define WSP_COL_DEPTH 64           /* frees remembered per size class */
-#define WSP_COL_BUCKETS (1u << 14) /* encoder hash tables: buckets of 4 */
+#define WSP_COL_BUCKET_BITS 13      /* encoder hash tables: 2^13 buckets of 4 */
 
 struct wsp_col_block {
 	uint64_t addr;
@@ -65,9 +65,9 @@ struct wsp_col_class {
 	uint32_t ord[WSP_COL_DEPTH];
 };
 
+/* An encoder hint: the ord of an address, known by 32 bits of its hash. */
 struct wsp_col_slot {
-	uint64_t addr;
-	uint32_t ord;
+	uint32_t tag, ord;
 };
 
 struct wsp_columns {
@@ -79,8 +79,9 @@ struct wsp_columns {
 	struct wsp_col_block allocs[WSP_COL_RING], frees[WSP_COL_RING];
 	struct wsp_col_class classes[WSP_COL_CLASSES];
 	/* Encoder only: where an address was last allocated, freed (hints,
-	 * checked against the rings; no reset needed). */
-	struct wsp_col_slot by_alloc[WSP_COL_BUCKETS][4], by_free[WSP_COL_BUCKETS][4];
+	 * checked against the rings, so no reset is needed; small, so that
+	 * they stay in the cache). */
+	struct wsp_col_slot by_alloc[1u << WSP_COL_BUCKET_BITS][4], by_free[1u << WSP_COL_BUCKET_BITS][4];
 };
 
 /* Largest header wsp_columns_encode's caller writes before the columns. */
