@@ -20,9 +20,10 @@
  * one (same address, as malloc reuses a freed chunk) of 16 B to 4 KiB
  * from one of the stacks, about 100 ns later; until every slot is filled
  * a step is the malloc alone. Exactly EVENTS events are written; the
- * blocks live at the end are leaks. Compressed with zstd level 3, as the
- * recorder does. Prints the events, chunks, stack nodes and bytes written.
+ * blocks live at the end are leaks. In the column layout and compressed
+ * with zstd level 3, as the recorder writes. Prints the events, chunks, stack nodes and bytes written.
  */
+#include "columns.h"
 #include "format.h"
 
 #include <errno.h>
@@ -62,8 +63,9 @@ struct gen {
 	uint64_t bytes;
 	uint64_t stack_nodes;
 	struct segment seg[THREADS];
-	struct buf raw, z;
+	struct buf raw, z, cols;
 	ZSTD_CCtx *cctx;
+	struct wsp_columns *columns;
 	uint64_t *leaf;        /* stack id of each distinct stack */
 	uint8_t *live;         /* one flag a slot */
 };
@@ -199,6 +201,25 @@ static void event(struct gen *g, unsigned tid, unsigned type, uint64_t addr, uin
 	g->written++;
 }
 
+/* The chunk's records in the column layout, in g->cols. @return its length. */
+static size_t columns(struct gen *g)
+{
+	size_t cap = g->raw.len + 64, len[WSP_COL_COUNT];
+	g->cols.len = 0;
+	reserve(&g->cols, WSP_COL_HEADER_MAX + WSP_COL_COUNT * cap);
+	uint8_t *col[WSP_COL_COUNT];
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		col[i] = g->cols.p + WSP_COL_HEADER_MAX + (size_t)i * cap;
+	if (!wsp_columns_encode(g->columns, g->raw.p, g->raw.len, col, cap, len))
+		die("a chunk does not fit its columns", NULL);
+	uint8_t *p = g->cols.p + wsp_columns_header(g->cols.p, g->raw.len, len);
+	for (int i = 0; i < WSP_COL_COUNT; i++) {
+		memmove(p, col[i], len[i]);
+		p += len[i];
+	}
+	return (size_t)(p - g->cols.p);
+}
+
 /* Close the segments with a SYNC and write them as one chunk. */
 static void chunk(struct gen *g)
 {
@@ -213,19 +234,20 @@ static void chunk(struct gen *g)
 	record(&g->raw, WSP_REC_SYNC, (const uint64_t[]){ g->seq, g->time }, 2);
 	if (g->raw.len > WSP_CHUNK_RAW_MAX)
 		die("a chunk is over the format's 64 MiB", NULL);
-	size_t bound = ZSTD_compressBound(g->raw.len);
+	size_t n = columns(g);
+	size_t bound = ZSTD_compressBound(n);
 	g->z.len = 0;
 	reserve(&g->z, WSP_CHUNK_HEADER + bound);
-	size_t zlen = ZSTD_compress2(g->cctx, g->z.p + WSP_CHUNK_HEADER, bound, g->raw.p, g->raw.len);
+	size_t zlen = ZSTD_compress2(g->cctx, g->z.p + WSP_CHUNK_HEADER, bound, g->cols.p, n);
 	if (ZSTD_isError(zlen))
 		die("zstd", ZSTD_getErrorName(zlen));
 	uint8_t *h = g->z.p;
 	wsp_put_le32(h, WSP_MAGIC_CHUNK);
 	wsp_put_le32(h + 4, WSP_CHUNK_HEADER - 8);
 	wsp_put_le32(h + 8, g->chunks++);
-	wsp_put_le32(h + 12, (uint32_t)g->raw.len);
+	wsp_put_le32(h + 12, (uint32_t)n);
 	wsp_put_le32(h + 16, (uint32_t)zlen);
-	wsp_put_le32(h + 20, 0);
+	wsp_put_le32(h + 20, WSP_CHUNK_COLUMNS);
 	put_file(g, h, WSP_CHUNK_HEADER + zlen);
 	g->raw.len = 0;
 }
@@ -268,6 +290,7 @@ int main(int argc, char **argv)
 	if (!g.out)
 		die("cannot create", g.path);
 	g.cctx = must(ZSTD_createCCtx());
+	g.columns = must(calloc(1, sizeof *g.columns));
 	ZSTD_CCtx_setParameter(g.cctx, ZSTD_c_compressionLevel, 3);
 	ZSTD_CCtx_setParameter(g.cctx, ZSTD_c_checksumFlag, 1);
 	ZSTD_CCtx_setParameter(g.cctx, ZSTD_c_contentSizeFlag, 1);
@@ -306,10 +329,12 @@ int main(int argc, char **argv)
 	printf("events %" PRIu64 " chunks %" PRIu32 " stack_nodes %" PRIu64 " bytes %" PRIu64 "\n", g.written,
 	       g.chunks, g.stack_nodes, g.bytes);
 	ZSTD_freeCCtx(g.cctx);
+	free(g.columns);
 	free(g.leaf);
 	free(g.live);
 	free(g.raw.p);
 	free(g.z.p);
+	free(g.cols.p);
 	for (unsigned t = 0; t < THREADS; t++)
 		free(g.seg[t].b.p);
 	return 0;
