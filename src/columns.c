@@ -72,11 +72,6 @@ static void follow_row_addr(struct wsp_columns *ws, uint64_t type, const uint8_t
 
 /* ---- the rings and classes both sides keep ----------------------------- */
 
-static bool alloc_ref_valid(const struct wsp_columns *ws, uint32_t ord, uint64_t addr)
-{
-	return ord < ws->nalloc && ws->nalloc - ord <= WSP_COL_RING && ws->allocs[ord % WSP_COL_RING].addr == addr;
-}
-
 static bool free_live(const struct wsp_columns *ws, uint32_t ord)
 {
 	return ord < ws->nfree && ws->nfree - ord <= WSP_COL_RING && !ws->frees[ord % WSP_COL_RING].used;
@@ -130,54 +125,27 @@ static uint32_t class_at(const struct wsp_columns *ws, uint32_t cls, uint64_t pl
 
 /* ---- encoder ------------------------------------------------------------ */
 
-static uint64_t hint_hash(uint64_t addr)
-{
-	return (addr >> 4) * UINT64_C(0x9E3779B97F4A7C15);
-}
-
-static struct wsp_col_slot *bucket(struct wsp_col_slot (*table)[4], uint64_t h)
-{
-	return table[h >> (64 - WSP_COL_BUCKET_BITS)];
-}
-
-static uint32_t hint_tag(uint64_t h)
-{
-	return (uint32_t)(h >> 19);
-}
-
-/* The ord a table remembers for addr: a hint, to check against the ring. */
-static uint32_t hint_find(struct wsp_col_slot (*table)[4], uint64_t addr)
-{
-	uint64_t h = hint_hash(addr);
-	struct wsp_col_slot *b = bucket(table, h);
-	for (int i = 0; i < 4; i++)
-		if (b[i].tag == hint_tag(h))
-			return b[i].ord;
-	return UINT32_MAX;
-}
-
-/* Remember ord for addr, over the same tag, else over a slot whose hint
- * no longer holds (`holds` says), else over one by turns. */
-static void hint_put(struct wsp_columns *ws, struct wsp_col_slot (*table)[4], uint64_t addr, uint32_t ord,
-		     bool (*holds)(const struct wsp_columns *, uint32_t ord))
-{
-	uint64_t h = hint_hash(addr);
-	struct wsp_col_slot *b = bucket(table, h), *victim = &b[ord & 3];
-	for (int i = 0; i < 4; i++) {
-		if (b[i].tag == hint_tag(h)) {
-			b[i].ord = ord;
-			return;
-		}
-		if (!holds(ws, b[i].ord))
-			victim = &b[i];
-	}
-	*victim = (struct wsp_col_slot){ hint_tag(h), ord };
-}
-
-/* Whether a slot's ord still names something in the ring. */
-static bool alloc_hint_holds(const struct wsp_columns *ws, uint32_t ord)
+/* Whether an allocation's ord still names something in the ring. */
+static bool alloc_known(const struct wsp_columns *ws, uint32_t ord)
 {
 	return ord < ws->nalloc && ws->nalloc - ord <= WSP_COL_RING;
+}
+
+/* The hint for addr: its slot, or a slot taken for it (one whose hints no
+ * longer hold, else one by turns). */
+static struct wsp_col_slot *hint(struct wsp_columns *ws, uint64_t addr)
+{
+	uint64_t h = (addr >> 4) * UINT64_C(0x9E3779B97F4A7C15);
+	uint32_t tag = (uint32_t)(h >> 19);
+	struct wsp_col_slot *b = ws->hints[h >> (64 - WSP_COL_BUCKET_BITS)], *victim = &b[tag & 3];
+	for (int i = 0; i < 4; i++) {
+		if (b[i].tag == tag)
+			return &b[i];
+		if (!alloc_known(ws, b[i].alloc) && !free_live(ws, b[i].free))
+			victim = &b[i];
+	}
+	*victim = (struct wsp_col_slot){ tag, UINT32_MAX, UINT32_MAX, 0 };
+	return victim;
 }
 
 struct col_writer {
@@ -208,14 +176,12 @@ static void put_bytes(struct col_writer *w, int i, const uint8_t *p, size_t n)
 /* The canonical row encoding of an ALLOC or FREE: what the decoder writes. */
 static size_t put_row(uint8_t *out, uint64_t type, const uint64_t *f, int nf)
 {
-	uint8_t payload[ALLOC_FIELDS * 10], *p = payload;
+	uint8_t *p = out + 2;
 	for (int i = 0; i < nf; i++)
 		p = wsp_put_varint(p, f[i]);
-	size_t n = (size_t)(p - payload);
 	out[0] = (uint8_t)type;
-	out[1] = (uint8_t)n;
-	memcpy(out + 2, payload, n);
-	return n + 2;
+	out[1] = (uint8_t)(p - out - 2); /* at most 70: one byte */
+	return (size_t)(p - out);
 }
 
 /* Read an ALLOC's or FREE's fields if the record is exactly their
@@ -248,7 +214,8 @@ static bool canonical(const uint8_t *rec, const uint8_t *end, uint64_t *f, int n
 static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uint64_t *f)
 {
 	uint64_t addr = ws->row_addr + (uint64_t)wsp_unzigzag(f[4]), code;
-	uint32_t cls = size_class(f[5]), ord = hint_find(ws->by_free, addr), place = UINT32_MAX;
+	struct wsp_col_slot *known = hint(ws, addr);
+	uint32_t cls = size_class(f[5]), ord = known->free, place = UINT32_MAX;
 	if (ord != UINT32_MAX && !(free_live(ws, ord) && ws->frees[ord % WSP_COL_RING].addr == addr))
 		ord = UINT32_MAX;
 	if (ord != UINT32_MAX && ws->frees[ord % WSP_COL_RING].cls == cls)
@@ -266,7 +233,7 @@ static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uin
 	if (ord != UINT32_MAX)
 		ws->frees[ord % WSP_COL_RING].used = true;
 	ws->row_addr = addr;
-	hint_put(ws, ws->by_alloc, addr, ws->nalloc, alloc_hint_holds);
+	known->alloc = ws->nalloc;
 	push_alloc(ws, addr, f[5]);
 	put(w, WSP_COL_TYPE, 1);
 	put(w, WSP_COL_SEQ, f[0]);
@@ -282,8 +249,9 @@ static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uin
 static bool encode_free(struct wsp_columns *ws, struct col_writer *w, const uint64_t *f)
 {
 	uint64_t addr = ws->row_addr + (uint64_t)wsp_unzigzag(f[4]), code;
-	uint32_t ord = hint_find(ws->by_alloc, addr), cls = 0;
-	if (ord != UINT32_MAX && alloc_ref_valid(ws, ord, addr)) {
+	struct wsp_col_slot *known = hint(ws, addr);
+	uint32_t ord = known->alloc, cls = 0;
+	if (alloc_known(ws, ord) && ws->allocs[ord % WSP_COL_RING].addr == addr) {
 		code = (uint64_t)(ws->nalloc - ord) * 2 + 1;
 		cls = ws->allocs[ord % WSP_COL_RING].cls;
 	} else {
@@ -294,7 +262,7 @@ static bool encode_free(struct wsp_columns *ws, struct col_writer *w, const uint
 		ws->prev_miss = addr;
 	}
 	ws->row_addr = addr;
-	hint_put(ws, ws->by_free, addr, ws->nfree, free_live);
+	known->free = ws->nfree;
 	push_free(ws, addr, cls);
 	put(w, WSP_COL_TYPE, 2);
 	put(w, WSP_COL_SEQ, f[0]);
@@ -462,7 +430,11 @@ int wsp_columns_decode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint
 		}
 		f[4] = wsp_zigzag((int64_t)(addr - ws->row_addr));
 		ws->row_addr = addr;
-		uint8_t row[2 + ALLOC_FIELDS * 10];
+		if (end - p >= 2 + ALLOC_FIELDS * 10) {
+			p += put_row(p, type, f, nf);
+			continue;
+		}
+		uint8_t row[2 + ALLOC_FIELDS * 10]; /* near the end: it may not fit */
 		size_t rn = put_row(row, type, f, nf);
 		if (rn > (size_t)(end - p))
 			return -1;

@@ -17,7 +17,7 @@
  * made; an allocation names a block freed earlier in the segment, by its
  * place among the blocks freed of its size class (newest first), or by how
  * many frees ago it was freed; only what neither predicts is an address
- * delta. The encoder finds the references with two small hash tables; the
+ * delta. The encoder finds the references with a small hash table; the
  * decoder needs none, only the rings both sides keep.
  *
  * Neither side allocates: both work in a caller-provided struct
@@ -51,7 +51,7 @@ enum wsp_column {
 #define WSP_COL_RING (1u << 15)    /* allocations and frees remembered per segment */
 #define WSP_COL_CLASSES 512        /* size classes; 0: a block of unknown size */
 #define WSP_COL_DEPTH 64           /* frees remembered per size class */
-#define WSP_COL_BUCKET_BITS 13      /* encoder hash tables: 2^13 buckets of 4 */
+#define WSP_COL_BUCKET_BITS 13      /* encoder hints: 2^13 buckets of 4 */
 
 struct wsp_col_block {
 	uint64_t addr;
@@ -65,9 +65,10 @@ struct wsp_col_class {
 	uint32_t ord[WSP_COL_DEPTH];
 };
 
-/* An encoder hint: the ord of an address, known by 32 bits of its hash. */
+/* An encoder hint: where an address, known by 32 bits of its hash, was
+ * last allocated and freed (ords; UINT32_MAX: not known). */
 struct wsp_col_slot {
-	uint32_t tag, ord;
+	uint32_t tag, alloc, free, unused;
 };
 
 struct wsp_columns {
@@ -78,10 +79,9 @@ struct wsp_columns {
 	uint32_t nalloc, nfree;
 	struct wsp_col_block allocs[WSP_COL_RING], frees[WSP_COL_RING];
 	struct wsp_col_class classes[WSP_COL_CLASSES];
-	/* Encoder only: where an address was last allocated, freed (hints,
-	 * checked against the rings, so no reset is needed; small, so that
-	 * they stay in the cache). */
-	struct wsp_col_slot by_alloc[1u << WSP_COL_BUCKET_BITS][4], by_free[1u << WSP_COL_BUCKET_BITS][4];
+	/* Encoder only: hints, checked against the rings (so no reset is
+	 * needed), a cache line a bucket, one bucket read an event. */
+	struct wsp_col_slot hints[1u << WSP_COL_BUCKET_BITS][4];
 };
 
 /* Largest header wsp_columns_encode's caller writes before the columns. */
