@@ -61,8 +61,25 @@ int wsp_parse_kind(const char *s, unsigned *kind);
  * error and the usage (argv[0] names the report). */
 const char *wsp_trace_operand(int argc, char **argv, void (*usage)(FILE *));
 
-/* The lines that open a text report: what, of which trace, which program. */
+/* The lines that open a text report: what, of which trace, which program
+ * (and, for a sampled trace, wsp_sampled_text). */
 void wsp_print_heading(const struct wsp_loaded *l, const char *what);
+
+/* A sampled trace (WSPROF_SAMPLE_BYTES) says so wherever its heap figures
+ * appear. "sampled: 1 in 524,288 bytes; heap figures are estimates" (or,
+ * at 1 byte, that every allocation was recorded), into buf; "" when the
+ * trace is not sampled. @return buf. */
+const char *wsp_sampled_text(const struct wsp_loaded *l, char *buf, size_t cap);
+/* "~" before the figures of a kind that are estimates, else "". */
+const char *wsp_est(const struct wsp_loaded *l, unsigned kind);
+/* est (wsp_est) then text, in buf; text may be buf itself. @return buf. */
+const char *wsp_estimate_text(char *buf, size_t cap, const char *est, const char *text);
+/* A report's JSON object: "sampled": true and "sample_bytes" when the
+ * trace is sampled (nothing otherwise); a kind's object: "estimated":
+ * true when its figures are estimates. */
+struct wsp_json;
+void wsp_json_sampled(struct wsp_json *j, const struct wsp_loaded *l);
+void wsp_json_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned kind);
 
 
 int wsp_cmd_record(int argc, char **argv);

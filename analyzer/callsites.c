@@ -182,6 +182,8 @@ static void json_open(struct wsp_json *j, const struct wsp_loaded *l, const char
 	wsp_json_string(j, "program", p->cmdline[0] ? p->cmdline : p->exe);
 	wsp_json_bool(j, "complete", l->status.complete);
 	wsp_json_string(j, "kind", wsprof_kind_name(kind));
+	wsp_json_sampled(j, l);
+	wsp_json_estimated(j, l, kind);
 }
 
 struct options {
@@ -204,7 +206,8 @@ static void usage_callsites(FILE *out)
 	      "  --full-stacks   one row per whole call stack, with its frames\n"
 	      "  --kind KIND     heap (default) or mmap\n"
 	      "  --json          one JSON object with every figure\n"
-	      "A temporary allocation is one freed before its thread allocated again.\n", out);
+	      "A temporary allocation is one freed before its thread allocated again (not known\n"
+	      "from a trace recorded with --sample-bytes, whose heap figures are estimates).\n", out);
 }
 
 static void usage_leaks(FILE *out)
@@ -347,7 +350,10 @@ static void callsites_json(const struct options *o, struct wsp_loaded *l, const 
 		wsp_json_uint(&j, "peak_bytes", row->sum.peak_bytes);
 		wsp_json_uint(&j, "leaked_bytes", row->sum.leaked_bytes);
 		wsp_json_uint(&j, "leaked_blocks", row->sum.leaked_blocks);
-		wsp_json_uint(&j, "temporary", row->sum.temporary);
+		if (wsp_model_estimated(l->model, o->kind)) /* not known from a sampled trace */
+			wsp_json_null(&j, "temporary");
+		else
+			wsp_json_uint(&j, "temporary", row->sum.temporary);
 		wsp_json_uint(&j, "failed", row->sum.failed);
 		wsp_json_uint(&j, "accessed_bytes", row->sum.accessed_bytes);
 		wsp_json_seconds(&j, "coldest_idle_s", row->sum.coldest_idle_ns);
@@ -366,6 +372,7 @@ static void callsites_text(const struct options *o, struct wsp_loaded *l, const 
 	       o->full ? "call stack" : "allocation site", r->n == 1 ? "" : "s", sort_names[o->sort],
 	       shown < r->n ? ", the top ones" : "");
 	bool access = o->sort == BY_ACCESSED || o->sort == BY_COLD;
+	const char *est = wsp_est(l, o->kind);
 	if (access)
 		printf("  %11s %11s %11s %13s  %s\n", "bytes", "accessed", "cold for", "allocations", o->full ? "call stack" : "site");
 	else
@@ -375,17 +382,22 @@ static void callsites_text(const struct options *o, struct wsp_loaded *l, const 
 		const struct wsp_site_row *row = &r->v[i];
 		char a[32], b[32], c[32], d[32], e[32], label[1024];
 		if (access) { /* cold for: the longest a block went untouched before its free or the end */
-			printf("  %11s %11s %9.3f s %13s  %s\n", wsp_human_bytes(a, sizeof a, row->sum.bytes),
-			       wsp_human_bytes(b, sizeof b, row->sum.accessed_bytes), (double)row->sum.coldest_idle_ns / 1e9,
-			       wsp_group_digits(c, sizeof c, row->sum.allocations), wsp_frame_label(&row->site, label, sizeof label));
+			printf("  %11s %11s %9.3f s %13s  %s\n",
+			       wsp_estimate_text(a, sizeof a, est, wsp_human_bytes(a, sizeof a, row->sum.bytes)),
+			       wsp_estimate_text(b, sizeof b, est, wsp_human_bytes(b, sizeof b, row->sum.accessed_bytes)),
+			       (double)row->sum.coldest_idle_ns / 1e9,
+			       wsp_estimate_text(c, sizeof c, est, wsp_group_digits(c, sizeof c, row->sum.allocations)),
+			       wsp_frame_label(&row->site, label, sizeof label));
 			if (o->full)
 				print_stack(l, row->stack, "      ");
 			continue;
 		}
-		printf("  %11s %11s %13s %11s %11s  %s\n", wsp_human_bytes(a, sizeof a, row->sum.peak_bytes),
-		       wsp_human_bytes(b, sizeof b, row->sum.leaked_bytes),
-		       wsp_group_digits(c, sizeof c, row->sum.allocations),
-		       wsp_group_digits(d, sizeof d, row->sum.temporary), wsp_human_bytes(e, sizeof e, row->sum.bytes),
+		printf("  %11s %11s %13s %11s %11s  %s\n",
+		       wsp_estimate_text(a, sizeof a, est, wsp_human_bytes(a, sizeof a, row->sum.peak_bytes)),
+		       wsp_estimate_text(b, sizeof b, est, wsp_human_bytes(b, sizeof b, row->sum.leaked_bytes)),
+		       wsp_estimate_text(c, sizeof c, est, wsp_group_digits(c, sizeof c, row->sum.allocations)),
+		       *est ? "-" : wsp_group_digits(d, sizeof d, row->sum.temporary), /* not known when sampled */
+		       wsp_estimate_text(e, sizeof e, est, wsp_human_bytes(e, sizeof e, row->sum.bytes)),
 		       wsp_frame_label(&row->site, label, sizeof label));
 		if (o->full)
 			print_stack(l, row->stack, "      ");
@@ -458,14 +470,15 @@ int wsp_cmd_leaks(int argc, char **argv)
 		wsp_json_end_object(&j);
 	} else {
 		wsp_print_heading(&l, "leaks");
-		printf("  %s: %s leaked in %s block%s from %zu call stack%s\n", wsprof_kind_name(o.kind),
-		       wsp_human_bytes(a, sizeof a, bytes), wsp_group_digits(b, sizeof b, blocks), blocks == 1 ? "" : "s",
+		const char *est = wsp_est(&l, o.kind);
+		printf("  %s: %s%s leaked in %s%s block%s from %zu call stack%s\n", wsprof_kind_name(o.kind), est,
+		       wsp_human_bytes(a, sizeof a, bytes), est, wsp_group_digits(b, sizeof b, blocks), blocks == 1 ? "" : "s",
 		       n, n == 1 ? "" : "s");
 		for (size_t i = 0; i < shown; i++) {
-			printf("\n  %s in %s block%s (of %s allocated there)\n",
-			       wsp_human_bytes(a, sizeof a, r.v[i].sum.leaked_bytes),
+			printf("\n  %s%s in %s%s block%s (of %s%s allocated there)\n", est,
+			       wsp_human_bytes(a, sizeof a, r.v[i].sum.leaked_bytes), est,
 			       wsp_group_digits(b, sizeof b, r.v[i].sum.leaked_blocks), r.v[i].sum.leaked_blocks == 1 ? "" : "s",
-			       wsp_group_digits((char[32]){ 0 }, 32, r.v[i].sum.allocations));
+			       est, wsp_group_digits((char[32]){ 0 }, 32, r.v[i].sum.allocations));
 			print_stack(&l, r.v[i].stack, "      ");
 		}
 		if (shown < n)

@@ -172,7 +172,8 @@ static void wss_tracks(struct exporter *e)
 			any = pts[i].kind_bytes[k] != 0;
 		if (any) {
 			char name[64];
-			snprintf(name, sizeof name, "%s working set", wsprof_kind_name(k));
+			snprintf(name, sizeof name, "%s working set%s", wsprof_kind_name(k),
+				 wsp_model_estimated(e->l->model, k) ? " (estimated)" : "");
 			wss_track(e, name, pts, n, (int)k);
 		}
 	}
@@ -198,10 +199,11 @@ static void counter_tracks(struct exporter *e)
 		if (!shown_kind(wsp_model_kind(e->l->model, k), k))
 			continue;
 		const struct wsp_series *s = wsp_model_live_series(e->l->model, k);
-		snprintf(name, sizeof name, "%s allocated", wsprof_kind_name(k));
+		const char *est = wsp_model_estimated(e->l->model, k) ? " (estimated)" : "";
+		snprintf(name, sizeof name, "%s allocated%s", wsprof_kind_name(k), est);
 		series_track(e, name, s, LIVE);
 		if (in_use_differs(s)) {
-			snprintf(name, sizeof name, "%s in use", wsprof_kind_name(k));
+			snprintf(name, sizeof name, "%s in use%s", wsprof_kind_name(k), est);
 			series_track(e, name, s, IN_USE);
 		}
 	}
@@ -319,6 +321,7 @@ static int write_trace(const struct wsp_loaded *l, FILE *out)
 	wsp_json_string(&e.j, "trace", l->path);
 	wsp_json_string(&e.j, "program", program);
 	wsp_json_bool(&e.j, "complete", l->status.complete);
+	wsp_json_sampled(&e.j, l);
 	wsp_json_string(&e.j, "units", "counters in bytes, times in microseconds since the program started");
 	wsp_json_end_object(&e.j);
 	wsp_json_end_object(&e.j);

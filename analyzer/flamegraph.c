@@ -132,8 +132,8 @@ int wsp_flame_draw(struct wsp_doc *doc, const struct wsp_loaded *l, unsigned kin
 	int err = flame_of(l, kind, metric, &f);
 	if (!err) {
 		char title[256], subtitle[1024], total[32];
-		snprintf(title, sizeof title, "%s by call stack: %s (%s in all)", wsprof_kind_name(kind),
-			 metric_words[metric], total_text(total, sizeof total, f, metric));
+		snprintf(title, sizeof title, "%s by call stack: %s (%s%s in all)", wsprof_kind_name(kind),
+			 metric_words[metric], wsp_est(l, kind), total_text(total, sizeof total, f, metric));
 		wsp_view_subtitle(l, subtitle, sizeof subtitle);
 		struct wsp_flame_svg_options opt = { .title = title, .subtitle = subtitle,
 						     .unit = metric == WSP_FLAME_ALLOCATIONS ? "allocations" : "bytes" };
@@ -240,11 +240,15 @@ int wsp_cmd_flame(int argc, char **argv)
 		rc = 1;
 	} else {
 		const wsprof_process *p = wsprof_trace_process(l.trace);
-		char title[1024], subtitle[256], total[32];
+		char title[1024], subtitle[256], total[32], sampled[128];
 		snprintf(title, sizeof title, "%s by call stack: %s (%s)", wsprof_kind_name(kind),
 			 p->cmdline[0] ? p->cmdline : p->exe, l.path);
-		snprintf(subtitle, sizeof subtitle, "width: %s (%s in all)%s", metric_words[metric],
-			 total_text(total, sizeof total, flame, metric), l.status.complete ? "" : "; the trace is incomplete");
+		wsp_sampled_text(&l, sampled, sizeof sampled);
+		snprintf(subtitle, sizeof subtitle, "width: %s (%s%s in all)%s%s%s", metric_words[metric], wsp_est(&l, kind),
+			 total_text(total, sizeof total, flame, metric), l.status.complete ? "" : "; the trace is incomplete",
+			 sampled[0] ? "; " : "", sampled);
+		if (folded && sampled[0]) /* the folded format has no place for it */
+			fprintf(stderr, "wsprof: %s\n", sampled);
 		struct wsp_flame_svg_options so = { .title = title, .subtitle = subtitle,
 						    .unit = metric == WSP_FLAME_ALLOCATIONS ? "allocations" : "bytes" };
 		err = folded ? wsp_flame_write_folded(flame, out) : wsp_flame_write_svg(flame, &so, out);

@@ -344,6 +344,7 @@ struct node {
 	uint64_t lo, hi;
 	uint32_t row[WSP_HEAT_BY_COUNT];
 	uint32_t prio, left, right; /* children: node + 1, 0 for none; a free node's left chains the free ones */
+	float weight;               /* a byte of it counts this much to its rows: 1/p in a sampled heap */
 };
 
 struct index {
@@ -616,7 +617,7 @@ static uint32_t node_new(struct index *x, uint64_t lo, uint64_t hi)
 		i = (uint32_t)++x->n;
 	}
 	x->seed = x->seed * 1664525u + 1013904223u;
-	x->v[i - 1] = (struct node){ .lo = lo, .hi = hi, .prio = x->seed };
+	x->v[i - 1] = (struct node){ .lo = lo, .hi = hi, .prio = x->seed, .weight = 1 };
 	return i;
 }
 
@@ -741,6 +742,7 @@ static void index_block(const struct wsp_block *b, void *arg)
 		return;
 	}
 	struct node *nd = &h->index.v[i - 1];
+	nd->weight = (float)((double)wsp_model_block_bytes(h->l.model, b) / (double)b->size);
 	if (h->views[WSP_HEAT_BY_CALLSITE].wanted) {
 		long r = row_of_stack(h, b->stack);
 		h->err = r < 0 ? -ENOMEM : h->err;
@@ -777,6 +779,9 @@ static void index_alloc(struct heat *h, const wsprof_event *ev)
 		return;
 	}
 	uint32_t *row = h->index.v[i - 1].row;
+	if (wsp_model_estimated(h->l.model, ev->kind))
+		h->index.v[i - 1].weight =
+			(float)(1 / wsp_sample_probability(wsprof_trace_process(h->l.trace)->sample_bytes, ev->size));
 	if (h->views[WSP_HEAT_BY_CALLSITE].wanted) {
 		long r = row_of_stack(h, ev->stack);
 		h->err = r < 0 ? -ENOMEM : h->err;
@@ -818,8 +823,11 @@ static void follow(struct heat *h, const wsprof_event *ev)
 	case WSPROF_EV_MOVE: /* realloc: the old block leaves */
 		if (!kind_wanted(h->opt->kind, ev->kind))
 			return;
-		/* Ranges are cut and joined, stream-ordered calls take effect later: ask the model. */
-		if (ev->kind == WSPROF_KIND_MMAP || ev->kind == WSPROF_KIND_CUDA_VMM_MAPPED || ev->stream)
+		/* Ranges are cut and joined, stream-ordered calls take effect later, and in
+		 * a sampled trace a realloc's FREE ends its MOVE: ask the model. */
+		if (ev->kind == WSPROF_KIND_MMAP || ev->kind == WSPROF_KIND_CUDA_VMM_MAPPED || ev->stream ||
+		    (ev->type == WSPROF_EV_FREE && wsprof_trace_process(h->l.trace)->sample_bytes &&
+		     (ev->op == WSPROF_OP_REALLOC || ev->op == WSPROF_OP_REALLOCARRAY)))
 			h->stale = true;
 		else if (ev->type == WSPROF_EV_ALLOC)
 			index_alloc(h, ev);
@@ -853,7 +861,7 @@ static void split_block(struct heat *h, const struct node *nd, uint64_t lo, uint
 		bands_add(&h->views[WSP_HEAT_BY_ADDRESS], p, q, err);
 	for (int by = WSP_HEAT_BY_CALLSITE; by <= WSP_HEAT_BY_NAME; by++)
 		if (h->views[by].wanted)
-			touch_row(&h->views[by], (long)nd->row[by], (double)(q - p), err);
+			touch_row(&h->views[by], (long)nd->row[by], (double)(q - p) * nd->weight, err);
 }
 
 /* The blocks of subtree t starting in [from, hi), in order. */
@@ -951,13 +959,13 @@ static void sample_block(const struct wsp_block *b, void *arg)
 		if ((r = row_of_stack(h, b->stack)) < 0)
 			h->err = -ENOMEM;
 		else
-			h->views[WSP_HEAT_BY_CALLSITE].rows[r].live[c] += (double)b->size * w;
+			h->views[WSP_HEAT_BY_CALLSITE].rows[r].live[c] += (double)wsp_model_block_bytes(h->l.model, b) * w;
 	}
 	if (h->views[WSP_HEAT_BY_NAME].wanted) {
 		if ((r = row_of_name(h, b)) < 0)
 			h->err = -ENOMEM;
 		else
-			h->views[WSP_HEAT_BY_NAME].rows[r].live[c] += (double)b->size * w;
+			h->views[WSP_HEAT_BY_NAME].rows[r].live[c] += (double)wsp_model_block_bytes(h->l.model, b) * w;
 	}
 }
 
@@ -1038,7 +1046,7 @@ static int second_pass(struct heat *h)
 		fprintf(stderr, "wsprof: %s: %s\n", h->path, wsprof_strerror(err));
 		return 1;
 	}
-	l->model = wsp_model_new(NULL);
+	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(l->trace)->sample_bytes });
 	bool symbols = h->views[WSP_HEAT_BY_CALLSITE].wanted;
 	if (symbols)
 		l->syms = wsp_syms_new(stderr);
@@ -1818,6 +1826,7 @@ static void print_json(const struct heat *h, const struct view *v)
 	wsp_json_string(&j, "trace", h->path);
 	wsp_json_string(&j, "program", p->cmdline[0] ? p->cmdline : p->exe);
 	wsp_json_bool(&j, "complete", h->l.status.complete);
+	wsp_json_sampled(&j, &h->l); /* heap rows' figures are then estimates */
 	wsp_json_string(&j, "by", by_names[v->by]);
 	wsp_json_string(&j, "kind", h->opt->kind >= 0 ? wsprof_kind_name((unsigned)h->opt->kind) : NULL);
 	wsp_json_string(&j, "colour", v->access ? "accessed_bytes_per_s" : "live_bytes");

@@ -6,6 +6,7 @@
  * terminal (progress.h).
  */
 #include "analyzer.h"
+#include "json.h"
 #include "progress.h"
 
 #include <getopt.h>
@@ -31,7 +32,9 @@ int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool s
 		fprintf(stderr, "wsprof: %s: %s\n", path, wsprof_strerror(err));
 		return 1;
 	}
-	out->model = wsp_model_new(opt);
+	struct wsp_model_options o = opt ? *opt : (struct wsp_model_options){ 0 };
+	o.sample_bytes = wsprof_trace_process(out->trace)->sample_bytes; /* heap blocks weigh 1/p */
+	out->model = wsp_model_new(&o);
 	if (symbols)
 		out->syms = wsp_syms_new(stderr);
 	if (!out->model || (symbols && !out->syms)) {
@@ -109,5 +112,53 @@ void wsp_print_heading(const struct wsp_loaded *l, const char *what)
 	if (!l->status.complete)
 		printf("  trace     %s: this covers what was read\n",
 		       l->status.error == WSPROF_E_TRUNCATED ? "truncated" : "damaged");
+	char sampled[128];
+	if (*wsp_sampled_text(l, sampled, sizeof sampled))
+		printf("  %s\n", sampled);
 	printf("\n");
+}
+
+/* ---- sampled traces ------------------------------------------------------ */
+
+const char *wsp_sampled_text(const struct wsp_loaded *l, char *buf, size_t cap)
+{
+	uint64_t n = wsprof_trace_process(l->trace)->sample_bytes;
+	char digits[32];
+	if (!n)
+		buf[0] = 0;
+	else if (n == 1)
+		snprintf(buf, cap, "sampled: 1 in 1 byte, so every heap allocation was recorded; figures are exact");
+	else
+		snprintf(buf, cap, "sampled: 1 in %s bytes; heap figures are estimates", wsp_group_digits(digits, sizeof digits, n));
+	return buf;
+}
+
+const char *wsp_est(const struct wsp_loaded *l, unsigned kind)
+{
+	return wsp_model_estimated(l->model, kind) ? "~" : "";
+}
+
+const char *wsp_estimate_text(char *buf, size_t cap, const char *est, const char *text)
+{
+	size_t e = strlen(est), n = strlen(text);
+	if (e + n >= cap)
+		return text;
+	memmove(buf + e, text, n + 1);
+	memcpy(buf, est, e);
+	return buf;
+}
+
+void wsp_json_sampled(struct wsp_json *j, const struct wsp_loaded *l)
+{
+	uint64_t n = wsprof_trace_process(l->trace)->sample_bytes;
+	if (!n)
+		return;
+	wsp_json_bool(j, "sampled", true);
+	wsp_json_uint(j, "sample_bytes", n);
+}
+
+void wsp_json_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned kind)
+{
+	if (wsp_model_estimated(l->model, kind))
+		wsp_json_bool(j, "estimated", true);
 }

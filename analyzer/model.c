@@ -1,14 +1,19 @@
 /*
  * model.c - the live set and per-kind figures of a trace (see model.h).
  *
- * Heap blocks live in an open-addressing hash table keyed by address;
- * mmap ranges in a sorted array, because munmap may cut any part of them.
+ * Heap blocks live in a dense array, found through an open-addressing
+ * hash table of their addresses; mmap ranges in a sorted array, because
+ * munmap may cut any part of them.
  * The pieces of one mapping keep its identity (origin): a mapping is one
  * live block, and one free when its last piece goes.
  * A MOVE (realloc/mremap in flight) parks the old block per thread until
  * the same thread's ALLOC (success) or FAIL (old block restored).
  * Memory grows with live blocks, distinct stacks and threads, never with
  * the length of the trace.
+ *
+ * In a sampled trace, every figure a heap block adds to, it adds to with
+ * its weight (sampled traces, below): live and peak bytes, counts,
+ * per-stack figures, collectable bytes, accessed bytes.
  *
  * Per-stack figures (per_stack) include the bytes each stack held at the
  * moment its kind peaked, without a second pass: every peak starts a new
@@ -21,12 +26,14 @@
 #include "grow.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct stash {
 	uint32_t tid;
 	bool used;
+	uint64_t moved;       /* the key a heap MOVE released */
 	uint64_t blocks_gone; /* counted mappings whose last piece was parked */
 	struct wsp_block *blocks;
 	size_t n, cap;
@@ -80,8 +87,19 @@ struct wsp_model {
 	uint64_t untracked_frees, last_time;
 	uint64_t seq;                /* of the event being applied */
 
-	struct wsp_block *heap;      /* hash table, addr 0 = empty */
+	/* Heap blocks: a hash table of their keys (0: empty), each slot naming
+	 * a block of a dense array whose freed places are taken again first.
+	 * A probe reads a few cache lines of keys, a removal moves slots of
+	 * 12 bytes, and a block keeps its place while it lives. The table's
+	 * slot order is the order blocks are visited in. */
+	uint64_t *heap_keys;
+	uint32_t *heap_block;        /* slot -> block */
 	size_t heap_cap, heap_used;
+	struct wsp_block *blocks;
+	uint32_t *block_slot;        /* block -> slot */
+	size_t nblocks, blocks_cap;
+	uint32_t *free_blocks;       /* places freed, taken again last in first out */
+	size_t nfree_blocks;
 
 	struct range_set ranges[3];  /* mmap, CUDA VMM mappings, CUDA VMM reservations */
 
@@ -115,6 +133,7 @@ struct wsp_model {
 	size_t ccache_cap, ccache_used;
 
 	bool per_stack;
+	bool totals_only;
 	struct site *sites;
 	size_t nsites, sites_cap;
 	uint32_t *site_index;        /* hash of (kind, stack) -> sites index + 1 */
@@ -127,6 +146,8 @@ struct wsp_model {
 	uint32_t *children;
 	size_t nchildren, children_cap;
 	char *exec_path;
+
+	uint64_t sample_bytes;       /* the trace's WSPROF_SAMPLE_BYTES; 0: all recorded */
 };
 
 
@@ -145,8 +166,56 @@ struct wsp_model *wsp_model_new(const struct wsp_model_options *opt)
 		m->callers = opt->callers;
 		m->per_stack = opt->per_stack;
 		m->wss_bucket_ns = opt->wss_bucket_ns;
+		m->totals_only = opt->totals_only;
+		m->sample_bytes = opt->sample_bytes;
 	}
 	return m;
+}
+
+/* ---- sampled traces ------------------------------------------------------ */
+
+/* A heap block of s bytes was sampled with probability p = 1 - exp(-s/N)
+ * (preload/sampling.c); weighing it by 1/p (its bytes s/p, its count 1/p)
+ * makes every sum over sampled blocks an unbiased estimate of the sum
+ * over all blocks (Horvitz-Thompson). */
+double wsp_sample_probability(uint64_t sample_bytes, uint64_t size)
+{
+	if (sample_bytes <= 1)
+		return 1;
+	return -expm1(-(double)(size ? size : 1) / (double)sample_bytes);
+}
+
+bool wsp_model_estimated(const struct wsp_model *m, unsigned kind)
+{
+	return m->sample_bytes > 1 && kind == WSPROF_KIND_HEAP;
+}
+
+/* x bytes of block b, as an estimate: x / p. */
+static uint64_t weigh(const struct wsp_model *m, const struct wsp_block *b, uint64_t x)
+{
+	if (!wsp_model_estimated(m, b->kind))
+		return x;
+	return (uint64_t)llround((double)x / wsp_sample_probability(m->sample_bytes, b->size));
+}
+
+uint64_t wsp_model_block_bytes(const struct wsp_model *m, const struct wsp_block *b)
+{
+	return weigh(m, b, b->size);
+}
+
+/* The allocations a block stands for: 1/p, rounded down or up at random
+ * with the odds that keep its expectation 1/p, so that counts stay whole
+ * and unbiased. The draw comes from the block's thread and allocation
+ * number: the same at its allocation and at its free. */
+static uint64_t block_count(const struct wsp_model *m, const struct wsp_block *b)
+{
+	if (!wsp_model_estimated(m, b->kind))
+		return 1;
+	double w = 1 / wsp_sample_probability(m->sample_bytes, b->size), whole = floor(w);
+	uint64_t h = b->serial * 0x9e3779b97f4a7c15ull ^ (uint64_t)b->tid << 32;
+	h = (h ^ h >> 31) * 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 29;
+	return (uint64_t)whole + ((double)(h >> 11) * 0x1p-53 < w - whole);
 }
 
 void wsp_model_free(struct wsp_model *m)
@@ -156,7 +225,11 @@ void wsp_model_free(struct wsp_model *m)
 	for (size_t i = 0; i < m->nstashes; i++)
 		free(m->stashes[i].blocks);
 	free(m->stashes);
-	free(m->heap);
+	free(m->heap_keys);
+	free(m->heap_block);
+	free(m->blocks);
+	free(m->block_slot);
+	free(m->free_blocks);
 	for (size_t i = 0; i < 3; i++)
 		free(m->ranges[i].v);
 	free(m->devices);
@@ -256,12 +329,12 @@ static void sub_live(struct wsp_model *m, const struct wsp_block *b, uint64_t by
 
 static void gain(struct wsp_model *m, const struct wsp_block *b, uint64_t time)
 {
-	add_live(m, b, b->size, 1, time);
+	add_live(m, b, weigh(m, b, b->size), block_count(m, b), time);
 }
 
 static void lose(struct wsp_model *m, const struct wsp_block *b)
 {
-	sub_live(m, b, b->size, 1);
+	sub_live(m, b, weigh(m, b, b->size), block_count(m, b));
 }
 
 /* ---- per-stack figures and threads ------------------------------------ */
@@ -342,18 +415,20 @@ static uint64_t idle_before(const struct wsp_block *b, uint64_t end)
 	return end > seen ? end - seen : 0;
 }
 
+/* In a sampled trace the allocations between two sampled ones are not
+ * known: temporary is not counted (doc/reports.md). */
 static void count_free(struct wsp_model *m, const struct wsp_block *b)
 {
-	m->kinds[b->kind].frees++;
+	m->kinds[b->kind].frees += block_count(m, b);
 	if (!m->per_stack)
 		return;
 	struct site *s = &m->sites[b->site];
-	s->accessed += b->accessed_bytes < b->size ? b->accessed_bytes : b->size;
+	s->accessed += weigh(m, b, b->accessed_bytes < b->size ? b->accessed_bytes : b->size);
 	uint64_t idle = idle_before(b, m->last_time);
 	if (idle > s->coldest)
 		s->coldest = idle;
 	uint64_t *serial = serial_of(m, b->tid);
-	if (serial && *serial == b->serial)
+	if (serial && *serial == b->serial && !wsp_model_estimated(m, b->kind))
 		m->sites[b->site].temporary++;
 }
 
@@ -482,60 +557,98 @@ static struct wsp_block *heap_find(struct wsp_model *m, uint64_t addr)
 {
 	if (!m->heap_cap)
 		return NULL;
-	for (size_t i = hash64(addr, m->heap_cap); m->heap[i].addr; i = (i + 1) & (m->heap_cap - 1))
-		if (m->heap[i].addr == addr)
-			return &m->heap[i];
+	for (size_t i = hash64(addr, m->heap_cap); m->heap_keys[i]; i = (i + 1) & (m->heap_cap - 1))
+		if (m->heap_keys[i] == addr)
+			return &m->blocks[m->heap_block[i]];
 	return NULL;
+}
+
+/* The live block in slot i of the table, or NULL. */
+static struct wsp_block *heap_at(const struct wsp_model *m, size_t i)
+{
+	return m->heap_keys[i] ? &m->blocks[m->heap_block[i]] : NULL;
+}
+
+static int heap_grow(struct wsp_model *m)
+{
+	size_t cap = m->heap_cap ? m->heap_cap * 2 : 1024;
+	uint64_t *keys = calloc(cap, sizeof *keys);
+	uint32_t *block = calloc(cap, sizeof *block);
+	if (!keys || !block) {
+		free(keys);
+		free(block);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->heap_cap; i++) {
+		if (!m->heap_keys[i])
+			continue;
+		size_t j = hash64(m->heap_keys[i], cap);
+		while (keys[j])
+			j = (j + 1) & (cap - 1);
+		keys[j] = m->heap_keys[i];
+		block[j] = m->heap_block[i];
+		m->block_slot[block[j]] = (uint32_t)j;
+	}
+	free(m->heap_keys);
+	free(m->heap_block);
+	m->heap_keys = keys;
+	m->heap_block = block;
+	m->heap_cap = cap;
+	return 0;
 }
 
 static int heap_insert(struct wsp_model *m, const struct wsp_block *b)
 {
-	if ((m->heap_used + 1) * 4 > m->heap_cap * 3) {
-		size_t cap = m->heap_cap ? m->heap_cap * 2 : 1024;
-		struct wsp_block *t = calloc(cap, sizeof *t);
-		if (!t)
+	if ((m->heap_used + 1) * 4 > m->heap_cap * 3 && heap_grow(m))
+		return -ENOMEM;
+	size_t at;
+	if (m->nfree_blocks) {
+		at = m->free_blocks[--m->nfree_blocks];
+	} else {
+		/* The three grow alike: the stack of freed places has room for them all. */
+		size_t c1 = m->blocks_cap, c2 = m->blocks_cap, need = m->nblocks + 1;
+		if (m->nblocks >= UINT32_MAX || wsp_grow(&m->blocks, &c1, need, sizeof *m->blocks) ||
+		    wsp_grow(&m->block_slot, &c2, need, sizeof *m->block_slot) ||
+		    wsp_grow(&m->free_blocks, &m->blocks_cap, need, sizeof *m->free_blocks))
 			return -ENOMEM;
-		for (size_t i = 0; i < m->heap_cap; i++) {
-			if (!m->heap[i].addr)
-				continue;
-			size_t j = hash64(m->heap[i].addr, cap);
-			while (t[j].addr)
-				j = (j + 1) & (cap - 1);
-			t[j] = m->heap[i];
-		}
-		free(m->heap);
-		m->heap = t;
-		m->heap_cap = cap;
+		at = m->nblocks++;
 	}
 	size_t j = hash64(b->addr, m->heap_cap);
-	while (m->heap[j].addr)
+	while (m->heap_keys[j])
 		j = (j + 1) & (m->heap_cap - 1);
-	m->heap[j] = *b;
+	m->blocks[at] = *b;
+	m->heap_keys[j] = b->addr;
+	m->heap_block[j] = (uint32_t)at;
+	m->block_slot[at] = (uint32_t)j;
 	m->heap_used++;
 	struct treap *t = treap_of(m, b->addr);
 	return t ? treap_insert(t, b->addr) : 0;
 }
 
-/* Remove a found slot, shifting later members of its probe run back. */
+/* Remove a found block, shifting later members of its probe run back. */
 static void ann_drop(struct wsp_model *m, const struct wsp_block *b);
 
-static void heap_remove(struct wsp_model *m, struct wsp_block *slot)
+static void heap_remove(struct wsp_model *m, struct wsp_block *b)
 {
-	if (slot->has_ann)
-		ann_drop(m, slot);
-	struct treap *t = treap_of(m, slot->addr);
+	if (b->has_ann)
+		ann_drop(m, b);
+	struct treap *t = treap_of(m, b->addr);
 	if (t)
-		t->root = treap_erase(t, t->root, slot->addr);
-	size_t mask = m->heap_cap - 1, i = (size_t)(slot - m->heap);
-	for (size_t j = (i + 1) & mask; m->heap[j].addr; j = (j + 1) & mask) {
-		size_t home = hash64(m->heap[j].addr, m->heap_cap);
+		t->root = treap_erase(t, t->root, b->addr);
+	size_t at = (size_t)(b - m->blocks), mask = m->heap_cap - 1, i = m->block_slot[at];
+	for (size_t j = (i + 1) & mask; m->heap_keys[j]; j = (j + 1) & mask) {
+		size_t home = hash64(m->heap_keys[j], m->heap_cap);
 		if (((j - home) & mask) >= ((j - i) & mask)) {
-			m->heap[i] = m->heap[j];
+			m->heap_keys[i] = m->heap_keys[j];
+			m->heap_block[i] = m->heap_block[j];
+			m->block_slot[m->heap_block[i]] = (uint32_t)i;
 			i = j;
 		}
 	}
-	m->heap[i].addr = 0;
+	m->heap_keys[i] = 0;
 	m->heap_used--;
+	b->addr = 0;
+	m->free_blocks[m->nfree_blocks++] = (uint32_t)at;
 }
 
 /* ---- annotations: names, holders, validity -------------------------------- */
@@ -590,7 +703,7 @@ static void ann_drop(struct wsp_model *m, const struct wsp_block *b)
 	if (!a)
 		return;
 	if (a->st.collectable && !b->excluded)
-		m->kinds[b->kind].collectable_bytes -= b->size;
+		m->kinds[b->kind].collectable_bytes -= weigh(m, b, b->size);
 	free(a->name);
 	size_t mask = m->ann_cap - 1, i = (size_t)(a - m->anns);
 	for (size_t j = (i + 1) & mask; m->anns[j].key; j = (j + 1) & mask) {
@@ -616,9 +729,9 @@ static void ann_settle(struct wsp_model *m, const struct wsp_block *b, struct an
 		return;
 	struct wsp_kind_stats *k = &m->kinds[b->kind];
 	if (collectable) {
-		k->collectable_bytes += b->size;
+		k->collectable_bytes += weigh(m, b, b->size);
 	} else {
-		k->collectable_bytes -= b->size;
+		k->collectable_bytes -= weigh(m, b, b->size);
 		note_in_use(k, time);
 	}
 }
@@ -628,8 +741,8 @@ static int build_ordered(struct wsp_model *m)
 	m->ordered = true;
 	m->by_addr[0].seed = m->by_addr[1].seed = 0x2545f491u;
 	for (size_t i = 0; i < m->heap_cap; i++) {
-		struct treap *t = m->heap[i].addr ? treap_of(m, m->heap[i].addr) : NULL;
-		if (t && treap_insert(t, m->heap[i].addr))
+		struct treap *t = m->heap_keys[i] ? treap_of(m, m->heap_keys[i]) : NULL;
+		if (t && treap_insert(t, m->heap_keys[i]))
 			return -ENOMEM;
 	}
 	return 0;
@@ -689,8 +802,8 @@ static int pool_reset(struct wsp_model *m, uint64_t pool)
 	uint64_t *keys = NULL;
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < m->heap_cap; i++) {
-		const struct wsp_block *b = &m->heap[i];
-		if (b->addr && b->kind == WSPROF_KIND_POOL && b->origin == pool) {
+		const struct wsp_block *b = heap_at(m, i);
+		if (b && b->kind == WSPROF_KIND_POOL && b->origin == pool) {
 			if (wsp_grow(&keys, &cap, n + 1, sizeof *keys)) {
 				free(keys);
 				return -ENOMEM;
@@ -936,21 +1049,39 @@ static void note_access(struct wsp_model *m, struct wsp_block *b, uint64_t bytes
 
 struct attribution {
 	uint64_t *kind_bytes, attributed;
+	uint64_t estimated;  /* a sampled trace's heap bytes, weighed */
 };
 
 static void add_to_kind(struct wsp_model *m, struct wsp_block *b, uint64_t bytes, void *arg)
 {
-	(void)m;
 	struct attribution *a = arg;
+	if (wsp_model_estimated(m, b->kind)) {
+		a->estimated += weigh(m, b, bytes);
+		return;
+	}
 	a->kind_bytes[b->kind] += bytes;
 	a->attributed += bytes;
 }
 
+/* A sampled heap gets its estimate, at most the bytes no other kind's
+ * block holds: the kinds never add up to more than was accessed. */
 static uint64_t attribute(void *ctx, uint64_t addr, uint64_t len, uint64_t *kind_bytes)
 {
-	struct attribution a = { kind_bytes, 0 };
+	struct attribution a = { kind_bytes, 0, 0 };
 	each_overlap(ctx, addr, len, add_to_kind, &a);
-	return len > a.attributed ? len - a.attributed : 0;
+	uint64_t rest = len > a.attributed ? len - a.attributed : 0;
+	uint64_t heap = a.estimated < rest ? a.estimated : rest;
+	kind_bytes[WSPROF_KIND_HEAP] += heap;
+	return rest - heap;
+}
+
+/* With totals only, nothing of a window is matched to blocks. */
+static uint64_t attribute_nothing(void *ctx, uint64_t addr, uint64_t len, uint64_t *kind_bytes)
+{
+	(void)ctx;
+	(void)addr;
+	(void)kind_bytes;
+	return len;
 }
 
 static int ensure_wss(struct wsp_model *m, wsprof_trace *t)
@@ -960,7 +1091,7 @@ static int ensure_wss(struct wsp_model *m, wsprof_trace *t)
 	if (t)
 		m->window_ns = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
 	uint64_t bucket = m->wss_bucket_ns ? m->wss_bucket_ns : m->window_ns ? m->window_ns : 100000000u;
-	m->wss = wsp_wss_new(bucket, attribute, m);
+	m->wss = wsp_wss_new(bucket, m->totals_only ? attribute_nothing : attribute, m);
 	return m->wss ? 0 : -ENOMEM;
 }
 
@@ -969,7 +1100,7 @@ static int apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event
 	int e = ensure_wss(m, t);
 	if (e)
 		return e;
-	for (size_t i = 0; i < ev->nregions; i++) {
+	for (size_t i = 0; !m->totals_only && i < ev->nregions; i++) {
 		int err = each_overlap(m, ev->regions[i].addr, ev->regions[i].len, note_access, (void *)&ev->time_ns);
 		if (err)
 			return err;
@@ -1000,8 +1131,33 @@ static struct stash *stash_of(struct wsp_model *m, uint32_t tid, bool create)
 	free_slot->used = true;
 	free_slot->tid = tid;
 	free_slot->n = 0;
+	free_slot->moved = 0;
 	free_slot->blocks_gone = 0;
 	return free_slot;
+}
+
+/* A realloc/mremap ended without its old block coming back: one free. */
+static void move_done(struct wsp_model *m, struct stash *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (!s->blocks[i].excluded) {
+			count_free(m, &s->blocks[i]);
+			break;
+		}
+	}
+	s->used = false;
+}
+
+/* In a sampled trace, a realloc whose new block was not sampled ends its
+ * MOVE with a FREE of the same address, by the same thread (which a block
+ * allocated there meanwhile by another thread must not take). */
+static bool move_ended_by_free(struct wsp_model *m, uint32_t tid, uint64_t key)
+{
+	struct stash *s = stash_of(m, tid, false);
+	if (!s || s->moved != key)
+		return false;
+	move_done(m, s);
+	return true;
 }
 
 
@@ -1087,26 +1243,22 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 	if (ev->kind == WSPROF_KIND_POOL)
 		b.origin = ev->handle; /* the pool it was carved from */
 	struct stash *s = stash_of(m, ev->tid, false);
-	if (s) {
-		for (size_t i = 0; i < s->n; i++) {
-			if (!s->blocks[i].excluded) { /* the old block of a realloc/mremap: one free */
-				count_free(m, &s->blocks[i]);
-				break;
-			}
-		}
-		s->used = false;
+	if (s) /* the old block of a realloc/mremap */
+		move_done(m, s);
+	if (m->per_stack || m->sample_bytes) { /* what allocation numbers are for */
+		uint64_t *serial = serial_of(m, ev->tid);
+		if (!serial)
+			return -ENOMEM;
+		b.serial = ++*serial;
 	}
-	uint64_t *serial = serial_of(m, ev->tid);
-	if (!serial)
-		return -ENOMEM;
-	b.serial = ++*serial;
+	uint64_t count = block_count(m, &b), bytes = weigh(m, &b, ev->size);
 	if (m->per_stack && !b.excluded) {
 		int64_t site = site_of(m, ev->kind, ev->stack);
 		if (site < 0)
 			return (int)site;
 		b.site = (uint32_t)site;
-		m->sites[site].allocations++;
-		m->sites[site].bytes += ev->size;
+		m->sites[site].allocations += count;
+		m->sites[site].bytes += bytes;
 	}
 	int err;
 	struct range_set *rs = ranges_of(m, ev->kind);
@@ -1124,8 +1276,8 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 	if (err)
 		return err;
 	if (!b.excluded) {
-		k->allocations++;
-		k->total_bytes += ev->size;
+		k->allocations += count;
+		k->total_bytes += bytes;
 	}
 	gain(m, &b, ev->time_ns);
 	return 0;
@@ -1133,7 +1285,12 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 
 static void apply_free(struct wsp_model *m, const wsprof_event *ev, struct stash *into)
 {
-	struct wsp_block *b = heap_find(m, block_key(ev->kind, ev->op, ev->addr));
+	uint64_t key = block_key(ev->kind, ev->op, ev->addr);
+	if (into)
+		into->moved = key;
+	else if (m->sample_bytes && move_ended_by_free(m, ev->tid, key))
+		return;
+	struct wsp_block *b = heap_find(m, key);
 	if (!b) {
 		if (!into)
 			m->untracked_frees++;
@@ -1157,7 +1314,7 @@ static int apply_fail(struct wsp_model *m, wsprof_trace *t, const wsprof_event *
 			int err = rs ? range_add(m, rs, b) : heap_insert(m, b);
 			if (err)
 				return err;
-			add_live(m, b, b->size, !rs, ev->time_ns);
+			add_live(m, b, weigh(m, b, b->size), rs ? 0 : block_count(m, b), ev->time_ns);
 		}
 		if (s->n)
 			m->kinds[s->blocks[0].kind].live_blocks += s->blocks_gone;
@@ -1214,11 +1371,12 @@ static int note_device(struct wsp_model *m, const wsprof_event *ev)
 
 static int apply_event(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev);
 
-/* Where a kind's live or in-use bytes may have changed, the series notes them. */
+/* Where a kind's live or in-use bytes may have changed, the series notes
+ * them (unless totals only). */
 int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev)
 {
 	int err = apply_event(m, t, ev);
-	if (err)
+	if (err || m->totals_only)
 		return err;
 	switch (ev->type) {
 	case WSPROF_EV_ALLOC:
@@ -1409,7 +1567,7 @@ static void live_access(const struct wsp_model *m, const struct wsp_block *b, st
 	if (b->excluded || b->site >= m->nsites)
 		return;
 	uint64_t idle = idle_before(b, m->last_time);
-	acc[b->site].accessed += b->accessed_bytes < b->size ? b->accessed_bytes : b->size;
+	acc[b->site].accessed += weigh(m, b, b->accessed_bytes < b->size ? b->accessed_bytes : b->size);
 	if (idle > acc[b->site].coldest)
 		acc[b->site].coldest = idle;
 }
@@ -1417,9 +1575,11 @@ static void live_access(const struct wsp_model *m, const struct wsp_block *b, st
 void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_site_stats *, void *), void *arg)
 {
 	struct site_access *acc = calloc(m->nsites ? m->nsites : 1, sizeof *acc);
-	for (size_t i = 0; acc && i < m->heap_cap; i++)
-		if (m->heap[i].addr)
-			live_access(m, &m->heap[i], acc);
+	for (size_t i = 0; acc && i < m->heap_cap; i++) {
+		const struct wsp_block *b = heap_at(m, i);
+		if (b)
+			live_access(m, b, acc);
+	}
 	for (size_t r = 0; acc && r < 3; r++)
 		for (size_t i = 0; i < m->ranges[r].n; i++)
 			live_access(m, &m->ranges[r].v[i], acc);
@@ -1445,9 +1605,11 @@ void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_
 
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg)
 {
-	for (size_t i = 0; i < m->heap_cap; i++)
-		if (m->heap[i].addr)
-			fn(&m->heap[i], arg);
+	for (size_t i = 0; i < m->heap_cap; i++) {
+		const struct wsp_block *b = heap_at(m, i);
+		if (b)
+			fn(b, arg);
+	}
 	for (size_t r = 0; r < 3; r++)
 		for (size_t i = 0; i < m->ranges[r].n; i++)
 			fn(&m->ranges[r].v[i], arg);

@@ -11,6 +11,10 @@
  *  - leaked = live at the end of the trace;
  *  - a free of an address that is not live (allocated before tracing began,
  *    or inherited across fork) is counted as untracked, nothing else.
+ * A sampled trace (WSPROF_SAMPLE_BYTES) holds only some heap blocks: each
+ * stands for 1/p blocks of its size and its bytes for size/p bytes, in
+ * every figure (wsp_model_block_bytes), which makes the heap figures
+ * unbiased estimates; other kinds are exact.
  */
 #ifndef WSP_MODEL_H
 #define WSP_MODEL_H
@@ -100,6 +104,15 @@ struct wsp_model_options {
 	bool per_stack;
 	/* Working-set buckets: 0 for the recorder's window (wsp_model_wss). */
 	uint64_t wss_bucket_ns;
+	/* Only the totals a summary shows: no live series (wsp_model_live_series
+	 * stays empty), and access samples make working-set windows without
+	 * being matched to blocks (no block's access figures, no window split
+	 * by kind). Matching keeps blocks in address order, which costs more
+	 * than everything else. */
+	bool totals_only;
+	/* The trace's wsprof_process.sample_bytes: 0 when every heap block
+	 * was recorded, else the mean bytes between sampled ones. */
+	uint64_t sample_bytes;
 };
 
 struct wsp_model *wsp_model_new(const struct wsp_model_options *opt);
@@ -161,5 +174,15 @@ int wsp_model_finish(struct wsp_model *m);
 
 /* Call fn for every live block (heap blocks and mmap ranges). */
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg);
+
+/* The probability that a heap allocation of `size` bytes was recorded with
+ * WSPROF_SAMPLE_BYTES = sample_bytes: 1 - exp(-size / sample_bytes), a
+ * size of 0 counting as 1; 1 when sample_bytes is 0 or 1 (all recorded). */
+double wsp_sample_probability(uint64_t sample_bytes, uint64_t size);
+/* The bytes a live block stands for in the figures: its size, or in a
+ * sampled trace, for a heap block, size / p, rounded. */
+uint64_t wsp_model_block_bytes(const struct wsp_model *m, const struct wsp_block *b);
+/* Are this kind's figures estimates (a sampled trace's heap)? */
+bool wsp_model_estimated(const struct wsp_model *m, unsigned kind);
 
 #endif

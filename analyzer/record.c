@@ -29,11 +29,15 @@
 
 static void usage(FILE *out)
 {
-	fputs("usage: wsprof record [-o FILE] [--no-follow] [--stack-depth N] [--flush-ms N] [--] PROGRAM [ARGS...]\n"
+	fputs("usage: wsprof record [-o FILE] [--no-follow] [--stack-depth N] [--flush-ms N] [--sample-bytes N]\n"
+	      "                     [--] PROGRAM [ARGS...]\n"
 	      "  -o, --output FILE   trace file (default wsprof.PROGRAM.PID.wsp; %p = pid, %e = program name)\n"
 	      "      --no-follow     do not trace forked children and exec'd programs (WSPROF_FOLLOW=0)\n"
 	      "      --stack-depth N frames per call stack, 1..256 (default 64)\n"
 	      "      --flush-ms N    write what was recorded at least every N ms (default 200)\n"
+	      "      --sample-bytes N  record one heap allocation in about every N bytes allocated, as\n"
+	      "                      tcmalloc and jemalloc sample (524288 is jemalloc's rate), 1..1073741824;\n"
+	      "                      the reports' heap figures are then estimates (WSPROF_SAMPLE_BYTES)\n"
 	      "environment: WSPROF_PRELOAD names the preload library to use instead of the one found\n"
 	      "next to this program. NVTX_INJECTION64_PATH is set to it too, so NVTX memory heaps and\n"
 	      "ranges reach wsprof, unless it is already set (another NVTX tool keeps it).\n", out);
@@ -170,6 +174,7 @@ int wsp_cmd_record(int argc, char **argv)
 		{ "no-follow", no_argument, NULL, 'F' },
 		{ "stack-depth", required_argument, NULL, 'd' },
 		{ "flush-ms", required_argument, NULL, 'f' },
+		{ "sample-bytes", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -189,6 +194,11 @@ int wsp_cmd_record(int argc, char **argv)
 			if (!set_number("--flush-ms", optarg, 1, 60000))
 				return 2;
 			setenv("WSPROF_FLUSH_MS", optarg, 1);
+			break;
+		case 's':
+			if (!set_number("--sample-bytes", optarg, 1, 1u << 30))
+				return 2;
+			setenv("WSPROF_SAMPLE_BYTES", optarg, 1);
 			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

@@ -98,14 +98,16 @@ static void draw_summary(struct wsp_doc *doc, const struct wsp_loaded *l)
 		if (!s->seen)
 			continue;
 		char n1[32], n2[32];
+		const char *est = wsp_est(l, k); /* failures are always recorded */
 		const char *cells[7] = {
 			wsprof_kind_name(k),
-			wsp_group_digits(n1, sizeof n1, s->allocations),
+			wsp_estimate_text(n1, sizeof n1, est, wsp_group_digits(n1, sizeof n1, s->allocations)),
 			wsp_group_digits(n2, sizeof n2, s->failed),
-			wsp_unit_format(a, sizeof a, (double)s->peak_bytes, WSP_UNIT_BYTES),
+			wsp_estimate_text(a, sizeof a, est, wsp_unit_format(a, sizeof a, (double)s->peak_bytes, WSP_UNIT_BYTES)),
 			wsp_unit_format(b, sizeof b, (double)s->peak_time_ns / 1e9, WSP_UNIT_SECONDS),
-			wsp_unit_format(c, sizeof c, (double)(s->peak_bytes - s->collectable_at_peak), WSP_UNIT_BYTES),
-			wsp_unit_format(d, sizeof d, (double)s->live_bytes, WSP_UNIT_BYTES),
+			wsp_estimate_text(c, sizeof c, est,
+					  wsp_unit_format(c, sizeof c, (double)(s->peak_bytes - s->collectable_at_peak), WSP_UNIT_BYTES)),
+			wsp_estimate_text(d, sizeof d, est, wsp_unit_format(d, sizeof d, (double)s->live_bytes, WSP_UNIT_BYTES)),
 		};
 		wsp_set_colour(cr, s->failed ? WSP_C_FAIL : WSP_C_TEXT, 1);
 		for (size_t i = 0; i < 7; i++)
@@ -158,11 +160,12 @@ static void draw_sites(struct wsp_doc *doc, struct wsp_loaded *l, unsigned kind)
 		wsp_set_colour(cr, WSP_C_TEXT, 1);
 		wsp_frame_label(&rows[i].site, label, sizeof label);
 		wsp_text(cr, WSP_MARGIN, y, 8.5, false, WSP_LEFT, wsp_text_fit(cr, 8.5, false, label, col[1] - bar_w - 60, fit, sizeof fit));
+		const char *est = wsp_est(l, kind);
 		const char *cells[5] = {
-			wsp_unit_format(a, sizeof a, (double)s->peak_bytes, WSP_UNIT_BYTES),
-			wsp_group_digits(b, sizeof b, s->allocations),
-			wsp_unit_format(c, sizeof c, (double)s->leaked_bytes, WSP_UNIT_BYTES),
-			wsp_unit_format(d, sizeof d, (double)s->accessed_bytes, WSP_UNIT_BYTES),
+			wsp_estimate_text(a, sizeof a, est, wsp_unit_format(a, sizeof a, (double)s->peak_bytes, WSP_UNIT_BYTES)),
+			wsp_estimate_text(b, sizeof b, est, wsp_group_digits(b, sizeof b, s->allocations)),
+			wsp_estimate_text(c, sizeof c, est, wsp_unit_format(c, sizeof c, (double)s->leaked_bytes, WSP_UNIT_BYTES)),
+			wsp_estimate_text(d, sizeof d, est, wsp_unit_format(d, sizeof d, (double)s->accessed_bytes, WSP_UNIT_BYTES)),
 			wsp_unit_format(e, sizeof e, (double)s->coldest_idle_ns / 1e9, WSP_UNIT_SECONDS),
 		};
 		for (size_t k = 0; k < 5; k++)

@@ -291,7 +291,8 @@ const char *wsp_state_block_name(struct wsp_state *st, const struct wsp_state_bl
 static void print_layout(const struct wsp_memory *m)
 {
 	char name[32], a[32], b[32], c[32], frag[32];
-	printf("  %-12s ", m->device >= 0 ? wsp_memory_name(m, name, sizeof name) : "");
+	printf("  %-12s %s", m->device >= 0 ? wsp_memory_name(m, name, sizeof name) : "",
+	       m->estimated ? "(of the sampled blocks) " : "");
 	if (!m->n)
 		printf("no live blocks");
 	else
@@ -341,15 +342,17 @@ static void print_text(struct wsp_state *st, const struct wsp_memory *mem, size_
 			if (st->v[i].b->kind != k || !shown(st, &st->v[i]))
 				continue;
 			blocks++;
-			live += st->v[i].b->size;
-			collectable += st->v[i].ann && st->v[i].ann->collectable ? st->v[i].b->size : 0;
+			uint64_t bytes = wsp_model_block_bytes(st->l.model, st->v[i].b);
+			live += bytes;
+			collectable += st->v[i].ann && st->v[i].ann->collectable ? bytes : 0;
 		}
 		shown_rows += blocks;
-		if (blocks) {
+		if (blocks) { /* a sampled heap: estimated bytes, and only the sampled blocks listed */
 			char a[32], b[32], c[32], d[32];
-			printf("  %-12s %s live in %s: %s in use, %s collectable\n", wsprof_kind_name(k),
-			       wsp_human_bytes(a, sizeof a, live), wsp_counted(b, sizeof b, blocks, "block"),
-			       wsp_human_bytes(c, sizeof c, live - collectable), wsp_human_bytes(d, sizeof d, collectable));
+			const char *est = wsp_est(&st->l, k);
+			printf("  %-12s %s%s live in %s: %s%s in use, %s%s collectable\n", wsprof_kind_name(k), est,
+			       wsp_human_bytes(a, sizeof a, live), wsp_counted(b, sizeof b, blocks, *est ? "sampled block" : "block"),
+			       est, wsp_human_bytes(c, sizeof c, live - collectable), est, wsp_human_bytes(d, sizeof d, collectable));
 		}
 		/* Devices in order, whichever the moment put first. */
 		for (int device = -1, next; device != INT_MAX; device = next) {
@@ -442,6 +445,8 @@ static void json_memory(struct wsp_json *j, const struct wsp_memory *m)
 		wsp_json_int(j, "device", m->device);
 	else
 		wsp_json_null(j, "device");
+	if (m->estimated)
+		wsp_json_bool(j, "estimated", true);
 	wsp_json_uint(j, "span_start", m->lo);
 	wsp_json_uint(j, "span_end", m->hi);
 	wsp_json_uint(j, "live_bytes", m->live_bytes);
@@ -507,6 +512,7 @@ static void print_json(struct wsp_state *st, const struct wsp_memory *mem, size_
 	wsp_json_string(&j, "program", p->cmdline[0] ? p->cmdline : p->exe);
 	wsp_json_string(&j, "at", st->what);
 	wsp_json_seconds(&j, "time_s", wsp_model_last_time(st->l.model));
+	wsp_json_sampled(&j, &st->l);
 	wsp_json_begin_array(&j, "memories");
 	for (size_t i = 0; i < nmem; i++)
 		json_memory(&j, &mem[i]);

@@ -106,8 +106,9 @@ static uint64_t gap_before(const struct wsp_memory *m, size_t i, uint64_t *reach
 }
 
 /* The figures of statemap.h from the blocks, in one pass by address. */
-static int measure(struct wsp_memory *m)
+static int measure(const struct wsp_state *st, struct wsp_memory *m)
 {
+	m->estimated = wsp_model_estimated(st->l.model, m->kind);
 	m->slack = slack_of(m->kind);
 	if (!m->n)
 		return 0;
@@ -126,8 +127,9 @@ static int measure(struct wsp_memory *m)
 	for (size_t i = 0; i < m->n; i++) {
 		const struct wsp_state_block *r = m->blocks[i];
 		uint64_t gap = gap_before(m, i, &reach);
-		m->live_bytes += r->b->size;
-		m->collectable_bytes += r->ann && r->ann->collectable ? r->b->size : 0;
+		uint64_t bytes = wsp_model_block_bytes(st->l.model, r->b);
+		m->live_bytes += bytes;
+		m->collectable_bytes += r->ann && r->ann->collectable ? bytes : 0;
 		if (gap >= m->break_bytes) {
 			m->breaks++;
 			m->break_total += gap;
@@ -199,7 +201,7 @@ static int fill(const struct wsp_state *st, struct wsp_memory *m)
 			m->device_total = d[i].total;
 		}
 	}
-	return measure(m);
+	return measure(st, m);
 }
 
 /* The memory of the moment: the one that failed, else the kind that peaked. */
@@ -888,9 +890,10 @@ static double draw_tiles(cairo_t *cr, const struct wsp_memory *m, double y)
 	else
 		snprintf(t[n].detail, sizeof t->detail, "nothing live");
 	n++;
+	const char *est = m->estimated ? "~" : "";
 	t[n] = (struct tile){ .label = "live" };
-	wsp_human_bytes(t[n].value, sizeof t[n].value, m->live_bytes);
-	snprintf(t[n++].detail, sizeof t->detail, "in %s", wsp_counted(a, sizeof a, m->n, "block"));
+	wsp_estimate_text(t[n].value, sizeof t[n].value, est, wsp_human_bytes(t[n].value, sizeof t[n].value, m->live_bytes));
+	snprintf(t[n++].detail, sizeof t->detail, "in %s", wsp_counted(a, sizeof a, m->n, m->estimated ? "sampled block" : "block"));
 	t[n] = (struct tile){ .label = "free in holes" };
 	wsp_human_bytes(t[n].value, sizeof t[n].value, m->free_bytes);
 	snprintf(t[n++].detail, sizeof t->detail, "in %s", wsp_counted(a, sizeof a, m->holes, "hole"));
@@ -906,8 +909,9 @@ static double draw_tiles(cairo_t *cr, const struct wsp_memory *m, double y)
 	wsp_memory_fragmentation(m, t[n].value, sizeof t->value);
 	snprintf(t[n++].detail, sizeof t->detail, "1 - largest hole / free");
 	t[n] = (struct tile){ .label = "collectable" };
-	wsp_human_bytes(t[n].value, sizeof t[n].value, m->collectable_bytes);
-	snprintf(t[n++].detail, sizeof t->detail, "%s in use",
+	wsp_estimate_text(t[n].value, sizeof t[n].value, est,
+			  wsp_human_bytes(t[n].value, sizeof t[n].value, m->collectable_bytes));
+	snprintf(t[n++].detail, sizeof t->detail, "%s%s in use", est,
 		 wsp_human_bytes(a, sizeof a, m->live_bytes - m->collectable_bytes));
 	if (m->pools) {
 		t[n] = (struct tile){ .label = "in pools" };
@@ -1089,8 +1093,10 @@ static void draw_page(struct wsp_doc *doc, struct wsp_state *st, const struct ws
 	const char *what = m ? wsp_memory_name(m, name, sizeof name) : st->kind >= 0 ? wsprof_kind_name((unsigned)st->kind)
 											 : "memory";
 	snprintf(title, sizeof title, "Memory map: %s at %s", what, st->what);
-	snprintf(subtitle, sizeof subtitle, "%s (pid %u)  -  %s  -  %.3f s of %.3f s%s", p->cmdline[0] ? p->cmdline : p->exe,
-		 p->pid, st->l.path, (double)st->time_ns / 1e9, (double)st->end_ns / 1e9,
+	char sampled[128]; /* first: a long command line may not fit */
+	wsp_sampled_text(&st->l, sampled, sizeof sampled);
+	snprintf(subtitle, sizeof subtitle, "%s%s%s (pid %u)  -  %s  -  %.3f s of %.3f s%s", sampled, sampled[0] ? "  -  " : "",
+		 p->cmdline[0] ? p->cmdline : p->exe, p->pid, st->l.path, (double)st->time_ns / 1e9, (double)st->end_ns / 1e9,
 		 st->l.status.complete ? "" : "  -  trace cut short: this covers what was read");
 	double y = wsp_page_heading(cr, title, subtitle);
 	if (!m) {

@@ -25,6 +25,8 @@ struct wsp_memory {
 	size_t nsubs;
 	uint64_t lo, hi;                          /* the span: from the lowest block to the end of the highest */
 	uint64_t live_bytes, collectable_bytes;
+	bool estimated;                           /* a sampled heap: only the sampled blocks are here, and
+						   * live and collectable bytes are estimates */
 	uint64_t slack;                           /* gaps under this are allocator overhead, not holes */
 	uint64_t break_bytes;                     /* gaps of this or more separate areas: breaks, not holes */
 	uint64_t holes, free_bytes;               /* gaps from slack up to break_bytes, and their bytes */

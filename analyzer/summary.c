@@ -64,6 +64,7 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_begin_object(&j, NULL);
 	wsp_json_string(&j, "trace", l->path);
 	wsp_json_bool(&j, "complete", st->complete);
+	wsp_json_sampled(&j, l);
 	wsp_json_string(&j, "status", status_word(st));
 	if (st->error)
 		wsp_json_string(&j, "warning", wsprof_strerror(st->error));
@@ -88,6 +89,8 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_uint(&j, "stack_depth", p->stack_depth);
 	wsp_json_uint(&j, "flush_ms", p->flush_ms);
 	wsp_json_bool(&j, "follow", p->follow);
+	if (p->sample_bytes)
+		wsp_json_uint(&j, "sample_bytes", p->sample_bytes);
 	wsp_json_end_object(&j);
 	wsp_json_begin_object(&j, "kinds");
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
@@ -95,6 +98,7 @@ static void print_json(const struct wsp_loaded *l)
 		if (!s->seen || is_address_range_kind(k))
 			continue;
 		wsp_json_begin_object(&j, wsprof_kind_name(k));
+		wsp_json_estimated(&j, l, k);
 		wsp_json_uint(&j, "allocations", s->allocations);
 		wsp_json_uint(&j, "frees", s->frees);
 		wsp_json_uint(&j, "failed", s->failed);
@@ -207,6 +211,9 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 		printf(" (window %u ms, at most %u pages re-checked per window)%s%s\n", p->window_ms, p->wp_pages,
 		       p->access_note[0] ? "; " : "", p->access_note);
 	}
+	char sampled[128];
+	if (*wsp_sampled_text(l, sampled, sizeof sampled))
+		printf("  %s (~)\n", sampled);
 	printf("\n");
 	if (filtered)
 		printf("  (only allocations made from the --caller modules are counted)\n\n");
@@ -218,10 +225,14 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 		if (!s->seen || is_address_range_kind(k))
 			continue;
 		any = true;
+		const char *est = wsp_est(l, k); /* failures are always recorded: never estimates */
 		printf("  %-12s %13s %13s %8s %11s %11s %13s\n", wsprof_kind_name(k),
-		       wsp_group_digits(a, sizeof a, s->allocations), wsp_group_digits(b, sizeof b, s->frees),
-		       wsp_group_digits(c, sizeof c, s->failed), wsp_human_bytes(d, sizeof d, s->peak_bytes),
-		       wsp_human_bytes(e, sizeof e, s->live_bytes), wsp_group_digits(f, sizeof f, s->live_blocks));
+		       wsp_estimate_text(a, sizeof a, est, wsp_group_digits(a, sizeof a, s->allocations)),
+		       wsp_estimate_text(b, sizeof b, est, wsp_group_digits(b, sizeof b, s->frees)),
+		       wsp_group_digits(c, sizeof c, s->failed),
+		       wsp_estimate_text(d, sizeof d, est, wsp_human_bytes(d, sizeof d, s->peak_bytes)),
+		       wsp_estimate_text(e, sizeof e, est, wsp_human_bytes(e, sizeof e, s->live_bytes)),
+		       wsp_estimate_text(f, sizeof f, est, wsp_group_digits(f, sizeof f, s->live_blocks)));
 	}
 	if (!any)
 		printf("  (no allocations recorded)\n");
@@ -230,9 +241,9 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);
 		if (!s->seen || is_address_range_kind(k) || s->in_use_peak_bytes == s->peak_bytes)
 			continue;
-		printf("%s  %-12s truly in use at most %s (the program says the rest could be given back: %s at the peak)\n",
-		       told ? "" : "\n", wsprof_kind_name(k), wsp_human_bytes(a, sizeof a, s->in_use_peak_bytes),
-		       wsp_human_bytes(b, sizeof b, s->collectable_at_peak));
+		printf("%s  %-12s truly in use at most %s%s (the program says the rest could be given back: %s%s at the peak)\n",
+		       told ? "" : "\n", wsprof_kind_name(k), wsp_est(l, k), wsp_human_bytes(a, sizeof a, s->in_use_peak_bytes),
+		       wsp_est(l, k), wsp_human_bytes(b, sizeof b, s->collectable_at_peak));
 		told = true;
 	}
 	uint64_t unknown = wsp_model_unknown_annotations(l->model);
@@ -292,7 +303,7 @@ int wsp_cmd_summary(int argc, char **argv)
 		free(callers);
 		return 2;
 	}
-	struct wsp_model_options mo = { .callers = ncallers ? callers : NULL };
+	struct wsp_model_options mo = { .callers = ncallers ? callers : NULL, .totals_only = true };
 	struct wsp_loaded l;
 	int rc = wsp_load(trace, &mo, false, &l);
 	if (rc == 0) {

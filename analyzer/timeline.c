@@ -29,8 +29,11 @@ void wsp_view_subtitle(const struct wsp_loaded *l, char *buf, size_t cap)
 {
 	const wsprof_process *p = wsprof_trace_process(l->trace);
 	double secs = (double)wsp_model_last_time(l->model) / 1e9;
-	snprintf(buf, cap, "%s (pid %u)  -  %s  -  %.2f s%s", p->cmdline[0] ? p->cmdline : p->exe, p->pid, l->path,
-		 secs, l->status.complete ? "" : "  -  trace cut short: this covers what was read");
+	char sampled[128]; /* first: a long command line may not fit */
+	wsp_sampled_text(l, sampled, sizeof sampled);
+	snprintf(buf, cap, "%s%s%s (pid %u)  -  %s  -  %.2f s%s", sampled, sampled[0] ? "  -  " : "",
+		 p->cmdline[0] ? p->cmdline : p->exe, p->pid, l->path, secs,
+		 l->status.complete ? "" : "  -  trace cut short: this covers what was read");
 	for (char *c = buf; *c; c++) /* a command line's newlines and tabs (python3 -c '...') */
 		if ((unsigned char)*c < ' ')
 			*c = ' ';
@@ -217,7 +220,7 @@ static void draw_kind(cairo_t *cr, const struct wsp_loaded *l, unsigned k, doubl
 	wsp_chart_init(&c, cr, WSP_MARGIN + 62, top + 18, WSP_PAGE_W - 2 * WSP_MARGIN - 70, height - 50, 0, end,
 		       WSP_UNIT_SECONDS, 0, ymax, WSP_UNIT_BYTES);
 	char title[160], peak[32], when[32];
-	snprintf(title, sizeof title, "%s: peak %s at %s", wsprof_kind_name(k),
+	snprintf(title, sizeof title, "%s: peak %s%s at %s", wsprof_kind_name(k), wsp_est(l, k),
 		 wsp_unit_format(peak, sizeof peak, (double)ks->peak_bytes, WSP_UNIT_BYTES),
 		 wsp_unit_format(when, sizeof when, (double)ks->peak_time_ns / 1e9, WSP_UNIT_SECONDS));
 	if (ks->failed)
@@ -239,10 +242,12 @@ static void draw_kind(cairo_t *cr, const struct wsp_loaded *l, unsigned k, doubl
 	}
 	wsp_chart_area(&c, kl.allocated.x, kl.allocated.y, kl.allocated.n, WSP_C_ALLOCATED, 0.12);
 	wsp_chart_line(&c, kl.allocated.x, kl.allocated.y, kl.allocated.n, WSP_C_ALLOCATED, 1.6, false, true);
-	legend[nl++] = (struct wsp_legend_item){ "allocated", WSP_C_ALLOCATED, false, false };
+	bool est = wsp_model_estimated(l->model, k);
+	legend[nl++] = (struct wsp_legend_item){ est ? "allocated (estimated)" : "allocated", WSP_C_ALLOCATED, false, false };
 	if (kl.has_in_use) {
 		wsp_chart_line(&c, kl.in_use.x, kl.in_use.y, kl.in_use.n, WSP_C_IN_USE, 1.4, false, true);
-		legend[nl++] = (struct wsp_legend_item){ "truly in use", WSP_C_IN_USE, false, false };
+		legend[nl++] = (struct wsp_legend_item){ est ? "truly in use (estimated)" : "truly in use", WSP_C_IN_USE, false,
+							 false };
 	}
 	if (kl.wss.n && line_max(&kl.wss) > 0) {
 		wsp_chart_line(&c, kl.wss.x, kl.wss.y, kl.wss.n, WSP_C_WSS, 1.2, false, false);
@@ -336,13 +341,15 @@ static void print_text(const struct wsp_loaded *l, int kind)
 		const struct wsp_kind_stats *ks = wsp_model_kind(l->model, k);
 		const struct wsp_series *s = wsp_model_live_series(l->model, k);
 		char a[32], b[32];
-		printf("  %s: peak %s at %.3f s\n", wsprof_kind_name(k), wsp_human_bytes(a, sizeof a, ks->peak_bytes),
+		const char *est = wsp_est(l, k);
+		printf("  %s: peak %s%s at %.3f s\n", wsprof_kind_name(k), est, wsp_human_bytes(a, sizeof a, ks->peak_bytes),
 		       (double)ks->peak_time_ns / 1e9);
 		printf("  %10s %12s %12s\n", "time", "allocated", "in use");
 		for (int row = 0; row <= 20; row++) {
 			uint64_t t = end / 20 * (uint64_t)row;
-			printf("  %8.3f s %12s %12s\n", (double)t / 1e9, wsp_human_bytes(a, sizeof a, at(s, t, false)),
-			       wsp_human_bytes(b, sizeof b, at(s, t, true)));
+			printf("  %8.3f s %12s %12s\n", (double)t / 1e9,
+			       wsp_estimate_text(a, sizeof a, est, wsp_human_bytes(a, sizeof a, at(s, t, false))),
+			       wsp_estimate_text(b, sizeof b, est, wsp_human_bytes(b, sizeof b, at(s, t, true))));
 		}
 		printf("\n");
 	}
@@ -381,6 +388,7 @@ static void print_json(const struct wsp_loaded *l, int kind)
 	wsp_json_string(&j, "trace", l->path);
 	wsp_json_string(&j, "program", p->cmdline[0] ? p->cmdline : p->exe);
 	wsp_json_seconds(&j, "duration_s", wsp_model_last_time(l->model));
+	wsp_json_sampled(&j, l);
 	wsp_json_begin_array(&j, "kinds");
 	unsigned kinds[WSPROF_KIND_COUNT];
 	size_t n = wsp_timeline_kinds(l, kind, kinds);
@@ -389,6 +397,7 @@ static void print_json(const struct wsp_loaded *l, int kind)
 		const struct wsp_series *s = wsp_model_live_series(l->model, kinds[i]);
 		wsp_json_begin_object(&j, NULL);
 		wsp_json_string(&j, "kind", wsprof_kind_name(kinds[i]));
+		wsp_json_estimated(&j, l, kinds[i]);
 		wsp_json_uint(&j, "peak_bytes", ks->peak_bytes);
 		wsp_json_seconds(&j, "peak_s", ks->peak_time_ns);
 		wsp_json_seconds(&j, "bucket_s", s->width_ns);

@@ -166,6 +166,9 @@ int wsp_cmd_wss(int argc, char **argv)
 		wsp_json_string(&j, "program", p->cmdline[0] ? p->cmdline : p->exe);
 		wsp_json_uint(&j, "window_ms", window);
 		wsp_json_string(&j, "kind", k >= 0 ? wsprof_kind_name((unsigned)k) : NULL);
+		wsp_json_sampled(&j, &l); /* then by_kind's heap bytes are estimates */
+		if (k >= 0)
+			wsp_json_estimated(&j, &l, (unsigned)k);
 		wsp_json_begin_array(&j, "sources");
 		for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
 			if (p->access_sources & source_bit[s])
@@ -218,7 +221,8 @@ int wsp_cmd_wss(int argc, char **argv)
 			printf("  %-46s %10s %10s %10s %10s %10s %10s\n", "bytes accessed per window", "p0", "p25", "p50", "p75",
 			       "p100", "mean");
 			char label[64];
-			snprintf(label, sizeof label, "%s", k >= 0 ? wsprof_kind_name((unsigned)k) : "all sources");
+			snprintf(label, sizeof label, "%s%s", k >= 0 ? wsprof_kind_name((unsigned)k) : "all sources",
+				 k >= 0 && *wsp_est(&l, (unsigned)k) ? " (estimated)" : "");
 			text_dist(label, &all);
 			for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT && k < 0; s++)
 				if (per[s].p[4])
@@ -227,10 +231,13 @@ int wsp_cmd_wss(int argc, char **argv)
 			size_t step = n > 40 ? (n + 39) / 40 : 1; /* at most about 40 lines; --json has them all */
 			for (size_t i = 0; i < n; i += step) {
 				char b[32], kb[32];
-				printf("  %8.3f s %10s ", (double)pts[i].end_ns / 1e9, wsp_human_bytes(b, sizeof b, wsp_wss_point_bytes(&pts[i], -1, k)));
+				printf("  %8.3f s %10s ", (double)pts[i].end_ns / 1e9,
+				       wsp_estimate_text(b, sizeof b, k >= 0 ? wsp_est(&l, (unsigned)k) : "",
+							 wsp_human_bytes(b, sizeof b, wsp_wss_point_bytes(&pts[i], -1, k))));
 				for (unsigned kk = 0; kk < WSPROF_KIND_COUNT; kk++)
 					if (pts[i].kind_bytes[kk] && k < 0)
-						printf(" %s %s", wsprof_kind_name(kk), wsp_human_bytes(kb, sizeof kb, pts[i].kind_bytes[kk]));
+						printf(" %s %s%s", wsprof_kind_name(kk), wsp_est(&l, kk),
+						       wsp_human_bytes(kb, sizeof kb, pts[i].kind_bytes[kk]));
 				printf("\n");
 			}
 			if (step > 1)

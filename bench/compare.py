@@ -5,7 +5,8 @@
                      [--no-heaptrack] [--no-install] [--tiny]
 
 Runs the workloads of bench/ (deep with 1, 2 and 4 threads, mix, annotated,
-cudaheavy) plain, under `wsprof record` and under `heaptrack`, alternating
+cudaheavy) plain, under `wsprof record`, under `wsprof record --sample-bytes
+524288` (heap sampling, "wsprof sampled") and under `heaptrack`, alternating
 the order, R times each (default 5), then analyzes one trace of each with
 `wsprof report summary` and `heaptrack_print`, R times each. Prints two
 tables and writes them, with a description of the machine, to FILE
@@ -67,6 +68,8 @@ WORKLOADS = [
 ]
 HEAPTRACK_PRINT_ARGS = ["--print-peaks", "0", "--print-allocators", "0", "--print-temporary", "0",
                         "--print-leaks", "0"]
+# wsprof sampled: one heap allocation recorded in about this many bytes (jemalloc's rate).
+SAMPLE_BYTES = 524288
 EVENTS_LINE = re.compile(r"^events (\d+) allocations (\d+) frees (\d+) calls (\d+)$", re.M)
 
 
@@ -187,6 +190,9 @@ def command_line(tool, program, threads, iterations, workdir, wsprof):
     argv = [program, str(threads), str(iterations)]
     if tool == "wsprof":
         return [wsprof, "record", "-o", os.path.join(workdir, "trace.wsp"), "--"] + argv
+    if tool == "sampled":
+        return [wsprof, "record", "--sample-bytes", str(SAMPLE_BYTES), "-o", os.path.join(workdir, "trace.wsp"),
+                "--"] + argv
     if tool == "heaptrack":
         return ["heaptrack", "-o", os.path.join(workdir, "heaptrack")] + argv
     return argv
@@ -216,7 +222,7 @@ def measure(workload, args, tools, env, scratch):
                 events, calls = e, c
             elif (e, c) != (events, calls):
                 fail(f"{prog} made {e} events this time, {events} before: it must do the same work every run")
-            run.bytes = (files_bytes(workdir, r"trace\.wsp") if tool == "wsprof"
+            run.bytes = (files_bytes(workdir, r"trace\.wsp") if tool in ("wsprof", "sampled")
                          else files_bytes(workdir, r"heaptrack\.(zst|gz)$") if tool == "heaptrack" else 0)
             runs[tool].append(run)
             if tool != "plain":
@@ -238,6 +244,8 @@ def measure(workload, args, tools, env, scratch):
             "bytes_per_event": med(tool, lambda x: x.bytes) / events,
             "extra_mib": (med(tool, lambda x: x.peak) - med("plain", lambda x: x.peak)) / MIB,
         }
+    if "sampled" in tools:
+        check_sampled(wsprof, os.path.join(kept["sampled"], "trace.wsp"), prog)
     if "wsprof" in tools:
         row["wsprof"].update(analyze([wsprof, "report", "summary", os.path.join(kept["wsprof"], "trace.wsp")],
                                      args, env, scratch, events))
@@ -276,6 +284,14 @@ def check_recorded(wsprof, trace, events, prog):
         fail(f"wsprof recorded {m.group(1)} events of {prog}, which made {events}")
 
 
+def check_sampled(wsprof, trace, prog):
+    """The sampled trace must read to its end and say it is sampled."""
+    out = subprocess.run([wsprof, "report", "summary", "--json", trace], capture_output=True, text=True)
+    if out.returncode != 0 or '"complete":true' not in out.stdout or \
+            f'"sample_bytes":{SAMPLE_BYTES}' not in out.stdout:
+        fail(f"wsprof report summary could not read the sampled trace of {prog}: {out.stderr.strip()}")
+
+
 def fmt(v, digits=2):
     return "n/a" if v is None else f"{v:,.{digits}f}"
 
@@ -285,18 +301,19 @@ def tables(rows):
     def get(row, tool, key):
         return row.get(tool, {}).get(key)
 
-    rec = ["| workload | threads | events | plain s | wsprof × | heaptrack × | wsprof CPU ns/event | "
-           "heaptrack CPU ns/event | wsprof B/event | heaptrack B/event | wsprof extra MiB | "
+    rec = ["| workload | threads | events | plain s | wsprof × | wsprof sampled × | heaptrack × | wsprof CPU ns/event | "
+           "sampled CPU ns/event | heaptrack CPU ns/event | wsprof B/event | heaptrack B/event | wsprof extra MiB | "
            "heaptrack extra MiB |",
-           "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+           "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     ana = ["| workload | threads | events | `wsprof report summary` s/M events | CPU s/M events | max RSS MiB | "
            "`heaptrack_print` s/M events | CPU s/M events | max RSS MiB | summary faster by |",
            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
         name = r["name"] + (f" ({r['calls'] - r['events']:,} other calls)" if r["calls"] != r["events"] else "")
         rec.append(f"| {name} | {r['threads']} | {r['events']:,} | {fmt(r['plain_s'], 3)} | "
-                   f"{fmt(get(r, 'wsprof', 'ratio'))} | {fmt(get(r, 'heaptrack', 'ratio'))} | "
-                   f"{fmt(get(r, 'wsprof', 'cpu_ns_per_event'), 0)} | {fmt(get(r, 'heaptrack', 'cpu_ns_per_event'), 0)} | "
+                   f"{fmt(get(r, 'wsprof', 'ratio'))} | {fmt(get(r, 'sampled', 'ratio'))} | "
+                   f"{fmt(get(r, 'heaptrack', 'ratio'))} | {fmt(get(r, 'wsprof', 'cpu_ns_per_event'), 0)} | "
+                   f"{fmt(get(r, 'sampled', 'cpu_ns_per_event'), 0)} | {fmt(get(r, 'heaptrack', 'cpu_ns_per_event'), 0)} | "
                    f"{fmt(get(r, 'wsprof', 'bytes_per_event'))} | {fmt(get(r, 'heaptrack', 'bytes_per_event'))} | "
                    f"{fmt(get(r, 'wsprof', 'extra_mib'), 1)} | {fmt(get(r, 'heaptrack', 'extra_mib'), 1)} |")
         ws, ht = get(r, "wsprof", "analyze_s_per_mevent"), get(r, "heaptrack", "analyze_s_per_mevent")
@@ -324,6 +341,10 @@ def targets(rows):
     if d2:
         v = d2["wsprof"]["ratio"]
         check("wsprof/plain, deep, 2 threads", f"{v:.2f}×", "≤ 3×", v <= 3)
+    if d2 and "sampled" in d2:
+        v = d2["sampled"]["ratio"]
+        check(f"sampled wsprof/plain (--sample-bytes {SAMPLE_BYTES}), deep, 2 threads", f"{v:.2f}×", "≤ 1.2×",
+              v <= 1.2)
     if d1:
         v = d1["wsprof"]["ratio"]
         check("wsprof/plain, deep, 1 thread", f"{v:.2f}×", "≤ 2.5×", v <= 2.5)
@@ -396,7 +417,7 @@ def document(rows, notes, args, started):
     return f"""# Benchmarks: wsprof and heaptrack
 
 Written by `{cmd}{" --tiny" if args.tiny else ""}` on {started} UTC{" (tiny inputs: the figures mean nothing)" if args.tiny else ""}.
-Each figure is the median of {args.runs} run(s); plain, wsprof and heaptrack runs alternate.
+Each figure is the median of {args.runs} run(s); plain, wsprof, wsprof sampled and heaptrack runs alternate.
 Machines are noisy, this one is shared: compare figures within one table, not across runs.
 
 ## Machine
@@ -411,7 +432,9 @@ memory over the plain run's (the process tree's summed RSS). An event is an allo
 the program made (a realloc is both); "other calls" are annotations (annotated) or kernel
 launches (cudaheavy), which wsprof records and heaptrack does not see. Both recorders run with
 their defaults: wsprof samples written pages too (WSPROF_ACCESS=0 in the environment of
-compare.py turns that off), heaptrack records every allocation's stack.
+compare.py turns that off), heaptrack records every allocation's stack. "wsprof sampled" is
+`wsprof record --sample-bytes {SAMPLE_BYTES}`: about one heap allocation in {SAMPLE_BYTES:,} bytes
+recorded, with its stack, and its free; the rest of what wsprof records as by default.
 
 {rec}
 
@@ -494,13 +517,13 @@ def main():
             env = dict(os.environ)
             # heaptrack takes seconds to start on a busy machine: --tiny runs
             # it once, on the first workload, which is enough to check it.
-            tools = ["plain", "wsprof"] + (["heaptrack"] if heaptrack and not (args.tiny and rows) else [])
+            tools = ["plain", "wsprof", "sampled"] + (["heaptrack"] if heaptrack and not (args.tiny and rows) else [])
             if w[0] == "cudaheavy":
                 if not has_driver:
                     note("cudaheavy skipped: no test driver")
                     continue
                 env["LD_LIBRARY_PATH"] = driver_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-                tools = ["plain", "wsprof"]  # heaptrack does not see the CUDA driver
+                tools = ["plain", "wsprof", "sampled"]  # heaptrack does not see the CUDA driver
             note(f"{w[0]}, {w[1]} thread(s): {args.runs} run(s) of {', '.join(tools)}")
             rows.append(measure(w, args, tools, env, scratch))
     finally:

@@ -11,6 +11,7 @@
 #include "wsp.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,4 +99,6 @@ void wsp_config_load(void)
 	 * 100 ms, 1.20-1.41x at 1536 (1.34x typical), 1.34-1.80x at 2048 and
 	 * 1.75x at 3072: 1536 is the most that stays near 1.3x. */
 	wsp_cfg.wp_pages = env_uint("WSPROF_WP_PAGES", 64, 1048576, wsp_cfg.window_ms * 1536u / 100u);
+	wsp_cfg.sample_bytes = env_uint("WSPROF_SAMPLE_BYTES", 0, 1u << 30, 0);
+	wsp_cfg.sample_seed = env_uint("WSPROF_SAMPLE_SEED", 0, UINT_MAX, 0);
 }

@@ -2,7 +2,8 @@
  * hooks_libc.c - the malloc family and mmap/munmap/mremap, as seen by the
  * traced program.
  *
- * Every hook calls the real function and records what happened. Order
+ * Every hook calls the real function and records what happened (of the
+ * heap, with WSPROF_SAMPLE_BYTES, only the sampled blocks: sampling.c). Order
  * matters for the global sequence (doc/trace-format.md): a release is
  * recorded before the memory is given back, an allocation after it was
  * obtained. errno is preserved across recording. A call made while the
@@ -44,13 +45,52 @@ static void note_alloc(unsigned kind, unsigned op, void *p, size_t size)
 	wsp_leave(e);
 }
 
-static void note_release(unsigned kind, unsigned op, void *p)
+/* A heap block sampled (every one without WSPROF_SAMPLE_BYTES, see
+ * sampling.c): recorded, and remembered so that its free is too. */
+static void record_sampled(unsigned op, void *p, size_t size)
+{
+	if (wsp_cfg.sample_bytes)
+		wsp_sample_remember(p);
+	wsp_record_alloc(HEAP, op, p, size);
+}
+
+static __attribute__((noinline)) void record_heap_alloc(unsigned op, void *p, size_t size, bool decided)
 {
 	int e = errno;
 	if (!wsp_enter())
 		return;
-	wsp_record_free(kind, op, p);
+	if (!p)
+		wsp_record_fail(HEAP, op, size);
+	else if (decided || wsp_sample_take(size))
+		record_sampled(op, p, size);
 	wsp_leave(e);
+}
+
+/* A heap allocation: recorded if sampled; a failure always. One that
+ * sampling passes over costs the countdown and nothing else, inline
+ * (before the settings are read, sampling decides after wsp_enter). */
+static inline void note_heap_alloc(unsigned op, void *p, size_t size)
+{
+	bool decided = p && wsp_cfg.sample_bytes && !wsp_tls.guard;
+	if (!decided || wsp_sample_take(size))
+		record_heap_alloc(op, p, size, decided);
+}
+
+static __attribute__((noinline)) void record_free(unsigned op, void *p)
+{
+	int e = errno;
+	if (!wsp_enter())
+		return;
+	if (wsp_sample_release(p))
+		wsp_record_free(HEAP, op, p);
+	wsp_leave(e);
+}
+
+/* With sampling, the free of a block not sampled costs one lookup. */
+static inline void note_free(unsigned op, void *p)
+{
+	if (!wsp_cfg.sample_bytes || wsp_sample_maybe_live(p))
+		record_free(op, p);
 }
 
 static inline bool need_real(void *fn)
@@ -66,7 +106,7 @@ WSPROF_EXPORT void *malloc(size_t size)
 	if (need_real((void *)wsp_real.malloc) && !wsp_real.malloc)
 		return wsp_bootstrap_alloc(size, 16);
 	void *p = wsp_real.malloc(size);
-	note_alloc(HEAP, WSPROF_OP_MALLOC, p, size);
+	note_heap_alloc(WSPROF_OP_MALLOC, p, size);
 	return p;
 }
 
@@ -76,7 +116,7 @@ WSPROF_EXPORT void *calloc(size_t n, size_t size)
 		return n && size > SIZE_MAX / n ? NULL : wsp_bootstrap_alloc(n * size, 16);
 	void *p = wsp_real.calloc(n, size);
 	size_t total;
-	note_alloc(HEAP, WSPROF_OP_CALLOC, p, __builtin_mul_overflow(n, size, &total) ? SIZE_MAX : total);
+	note_heap_alloc(WSPROF_OP_CALLOC, p, __builtin_mul_overflow(n, size, &total) ? SIZE_MAX : total);
 	return p;
 }
 
@@ -86,7 +126,7 @@ static void free_with(unsigned op, void *p)
 		return;
 	if (need_real((void *)wsp_real.free) && !wsp_real.free)
 		return;
-	note_release(HEAP, op, p);
+	note_free(op, p);
 	wsp_real.free(p);
 }
 
@@ -113,26 +153,39 @@ static void *out_of_pool(void *old, size_t size)
 /* realloc and reallocarray: the old block is released (MOVE, or FREE when
  * the new size is 0 and glibc frees it) before the call, and the outcome
  * recorded after it. Both go to the real realloc: glibc's reallocarray
- * calls realloc through its PLT, which would land in our hook again. */
+ * calls realloc through its PLT, which would land in our hook again.
+ * With sampling, the old block is released only if it was sampled, and
+ * the new one is a fresh sampling decision, taken before the call; a
+ * sampled old block whose successor is not sampled ends its MOVE with a
+ * FREE of the same address (doc/trace-format.md). */
 static void *resize(unsigned op, void *old, size_t size)
 {
 	int e = errno;
-	bool rec = wsp_enter();
+	bool rec = wsp_enter(), old_rec = false, new_rec = false;
 	if (rec) {
-		if (size == 0)
+		old_rec = wsp_sample_release(old);
+		if (size == 0 && old_rec)
 			wsp_record_free(HEAP, op, old);
-		else
-			wsp_record_move(HEAP, op, old, 0);
+		else if (size != 0) {
+			new_rec = wsp_sample_take(size);
+			if (old_rec)
+				wsp_record_move(HEAP, op, old, 0);
+		}
 		wsp_leave(e);
 	}
 	void *p = wsp_real.realloc(old, size);
 	if (rec && size != 0) {
 		e = errno;
 		if (wsp_enter()) {
-			if (p)
-				wsp_record_alloc(HEAP, op, p, size);
-			else
+			if (!p) {
 				wsp_record_fail(HEAP, op, size);
+				if (old_rec && wsp_cfg.sample_bytes) /* the old block stays, sampled */
+					wsp_sample_remember(old);
+			} else if (new_rec) {
+				record_sampled(op, p, size);
+			} else if (old_rec) {
+				wsp_record_free(HEAP, op, old);
+			}
 			wsp_leave(e);
 		}
 	}
@@ -151,7 +204,7 @@ static void *realloc_as(unsigned op, void *old, size_t size)
 		return out_of_pool(old, size);
 	if (!old) {
 		void *p = wsp_real.realloc(NULL, size);
-		note_alloc(HEAP, op, p, size);
+		note_heap_alloc(op, p, size);
 		return p;
 	}
 	return resize(op, old, size);
@@ -166,7 +219,7 @@ WSPROF_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
 	size_t total;
 	if (__builtin_mul_overflow(n, size, &total)) {
-		note_alloc(HEAP, WSPROF_OP_REALLOCARRAY, NULL, SIZE_MAX);
+		note_heap_alloc(WSPROF_OP_REALLOCARRAY, NULL, SIZE_MAX);
 		errno = ENOMEM;
 		return NULL; /* as glibc: the old block stays */
 	}
@@ -180,7 +233,7 @@ WSPROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		return *out ? 0 : ENOMEM;
 	}
 	int r = wsp_real.posix_memalign(out, align, size);
-	note_alloc(HEAP, WSPROF_OP_POSIX_MEMALIGN, r == 0 ? *out : NULL, size);
+	note_heap_alloc(WSPROF_OP_POSIX_MEMALIGN, r == 0 ? *out : NULL, size);
 	return r;
 }
 
@@ -189,7 +242,7 @@ WSPROF_EXPORT void *aligned_alloc(size_t align, size_t size)
 	if (need_real((void *)wsp_real.aligned_alloc) && !wsp_real.aligned_alloc)
 		return wsp_bootstrap_alloc(size, align);
 	void *p = wsp_real.aligned_alloc(align, size);
-	note_alloc(HEAP, WSPROF_OP_ALIGNED_ALLOC, p, size);
+	note_heap_alloc(WSPROF_OP_ALIGNED_ALLOC, p, size);
 	return p;
 }
 
@@ -198,7 +251,7 @@ WSPROF_EXPORT void *memalign(size_t align, size_t size)
 	if (need_real((void *)wsp_real.memalign) && !wsp_real.memalign)
 		return wsp_bootstrap_alloc(size, align);
 	void *p = wsp_real.memalign(align, size);
-	note_alloc(HEAP, WSPROF_OP_MEMALIGN, p, size);
+	note_heap_alloc(WSPROF_OP_MEMALIGN, p, size);
 	return p;
 }
 
@@ -207,7 +260,7 @@ WSPROF_EXPORT void *valloc(size_t size)
 	if (need_real((void *)wsp_real.valloc) && !wsp_real.valloc)
 		return wsp_bootstrap_alloc(size, 4096);
 	void *p = wsp_real.valloc(size);
-	note_alloc(HEAP, WSPROF_OP_VALLOC, p, size);
+	note_heap_alloc(WSPROF_OP_VALLOC, p, size);
 	return p;
 }
 
@@ -216,7 +269,7 @@ WSPROF_EXPORT void *pvalloc(size_t size)
 	if (need_real((void *)wsp_real.pvalloc) && !wsp_real.pvalloc)
 		return wsp_bootstrap_alloc((size + 4095) & ~(size_t)4095, 4096);
 	void *p = wsp_real.pvalloc(size);
-	note_alloc(HEAP, WSPROF_OP_PVALLOC, p, size);
+	note_heap_alloc(WSPROF_OP_PVALLOC, p, size);
 	return p;
 }
 

@@ -131,12 +131,14 @@ static void fork_prepare(void)
 		wsp_writer_lock();
 		wsp_modules_lock();
 		wsp_events_lock_all();
+		wsp_sample_lock_all();
 	}
 }
 
 static void fork_parent(void)
 {
 	if (fork_locked) {
+		wsp_sample_unlock_all();
 		wsp_events_unlock_all();
 		wsp_modules_unlock();
 		wsp_writer_unlock();
@@ -153,6 +155,7 @@ static void fork_child(void)
 		wsp_modules_reset();
 		wsp_writer_reset_after_fork();
 		wsp_sampler_reset_after_fork();
+		wsp_sample_unlock_all(); /* the child's frees of inherited sampled blocks stay untracked frees */
 		if (wsp_cfg.follow)
 			start(parent);
 		else

@@ -12,6 +12,7 @@
  *   process.c    start, exit, fork and exec
  *   fds.c        wsprof's own descriptors, kept high
  *   hooks_libc.c the malloc family and mmap/munmap/mremap
+ *   sampling.c   WSPROF_SAMPLE_BYTES: which heap allocations (and frees) are recorded
  *   hooks_cuda.c CUDA driver allocations by every route, the CUDA runtime's failures
  *   annotate.c   what the program says about its memory (wsprof.h, NVTX)
  *
@@ -96,6 +97,8 @@ struct wsp_config {
 	unsigned sample_us;   /* WSPROF_SAMPLE_US: DAMON's sampling interval, 100..1000000, default 5000 */
 	unsigned wp_pages;    /* WSPROF_WP_PAGES: pages write-protected again per window at most, 64..1048576,
 			       * default 1536 per 100 ms of window */
+	unsigned sample_bytes; /* WSPROF_SAMPLE_BYTES: mean bytes between sampled heap allocations; 0: all */
+	unsigned sample_seed; /* WSPROF_SAMPLE_SEED: fixes the sampling gaps (tests); 0: from the clock */
 };
 
 /* What the access sampler has (WSPROF_SOURCE_* of include/wsprof/trace.h)
@@ -145,6 +148,53 @@ size_t wsp_bootstrap_size(const void *p);
 void *wsp_pages_alloc(size_t size);   /* zeroed, page-granular, NULL on failure */
 void wsp_pages_free(void *p, size_t size);
 void *wsp_mem_alloc(size_t size);     /* small zeroed objects that live until exit */
+
+/* ---- sampling.c ----------------------------------------------------- */
+
+/* Bytes the calling thread may still allocate before its next sample. */
+extern WSP_TLS int64_t wsp_sample_left;
+/* The countdown reached zero (or the thread starts). @return sampled. */
+bool wsp_sample_crossed(uint64_t size);
+
+/* Is a heap allocation of `size` bytes recorded? Always without
+ * WSPROF_SAMPLE_BYTES; with it, counts the bytes down and says whether
+ * this one is sampled (a new gap is then drawn). Touches nothing but the
+ * thread's countdown: safe with or without the guard. */
+static inline bool wsp_sample_take(size_t size)
+{
+	if (__builtin_expect(!wsp_cfg.sample_bytes, 1))
+		return true;
+	int64_t s = size > (size_t)INT64_MAX ? INT64_MAX : size ? (int64_t)size : 1;
+	int64_t left = wsp_sample_left - s;
+	if (left > 0) {
+		wsp_sample_left = left;
+		return false;
+	}
+	return wsp_sample_crossed((uint64_t)s);
+}
+
+/* A sampled block now lives at p: its free is to be recorded. Call with
+ * the guard held (the set's locks must not meet a handler that frees). */
+void wsp_sample_remember(const void *p);
+/* Forget p if it is a sampled block. @return whether its free is
+ * recorded. Call with the guard held. */
+bool wsp_sample_forget(const void *p);
+/* Without taking a lock, safe anywhere: may p be a live sampled block
+ * (or is every free recorded)? false: its free is not recorded. */
+bool wsp_sample_maybe_live(const void *p);
+
+/* Is the free (or realloc) of the heap block at p recorded? Always
+ * without sampling; with it, when p is a live sampled block, which it
+ * then no longer is. Call with the guard held. */
+static inline bool wsp_sample_release(const void *p)
+{
+	return __builtin_expect(!wsp_cfg.sample_bytes, 1) || wsp_sample_forget(p);
+}
+
+/* Around fork: the set is consistent in the child (it keeps the parent's
+ * sampled blocks, whose frees are then untracked frees, as unsampled). */
+void wsp_sample_lock_all(void);
+void wsp_sample_unlock_all(void);
 
 /* ---- events.c ------------------------------------------------------- */
 

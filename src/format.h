@@ -120,18 +120,30 @@ struct wsp_cursor {
 
 static inline uint64_t wsp_get_varint(struct wsp_cursor *c)
 {
-	uint64_t v = 0;
 	if (c->bad)
 		return 0;
+	const uint8_t *p = c->p; /* a local: the bytes read cannot move it */
+	if (p < c->end && *p < 0x80) { /* most fields take one byte */
+		c->p = p + 1;
+		return *p;
+	}
+	if (c->end - p >= 2 && p[1] < 0x80) { /* most others two (sizes, stack ids) */
+		c->p = p + 2;
+		return (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+	}
+	uint64_t v = 0;
 	for (int shift = 0; shift < 64; shift += 7) {
-		if (c->p >= c->end) {
+		if (p >= c->end) {
+			c->p = p;
 			c->bad = true;
 			return 0;
 		}
-		uint8_t b = *c->p++;
+		uint8_t b = *p++;
 		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
+		if (!(b & 0x80)) {
+			c->p = p;
 			return v;
+		}
 	}
 	c->bad = true; /* more than 10 bytes */
 	c->p = c->end;

@@ -15,12 +15,14 @@
  * pending event is 64 bytes; what few events carry beyond the fields all
  * have (strings, regions, a module, a CUDA stream) hangs off it.
  *
- * A regular file is read ahead of the caller on a thread of its own,
- * which reads, decompresses, decodes and merges, and hands the events over
- * in batches, NBATCH at most in flight. A batch also carries the stack
- * nodes defined before its events and, at each release, a mark of how far
- * reading had got: the caller's stack table, status and position change
- * as its events are handed out, exactly as when it reads for itself.
+ * A regular file is read ahead of the caller on two threads of their
+ * own: one reads and unpacks chunks (zstd, the column layout), a chunk
+ * ahead at most; the other decodes and merges them, and hands the events
+ * over in batches, NBATCH at most in flight. A batch also carries the
+ * stack nodes defined before its events and, at each release, a mark of
+ * how far reading had got: the caller's stack table, status and position
+ * change as its events are handed out, exactly as when it reads for
+ * itself.
  *
  * A damaged file never crashes the reader: every length is checked before
  * it is used, and reading stops at the first chunk that fails, keeping what
@@ -102,7 +104,7 @@ struct progress {
 #define BATCH_EVENTS 4096
 #define BATCH_MARKS 1024
 #define BATCH_DEFS 4096
-#define NBATCH 4
+#define NBATCH 8
 
 struct mark {
 	size_t events, defs;
@@ -118,20 +120,38 @@ struct batch {
 	size_t nmarks, markcap;
 };
 
+/* A frame of the file read ahead: a chunk's records (result 1), or the
+ * end (0, the footer if there was one) or damage (an error); with how far
+ * the file had been read. The unpacking thread fills the next of NFRAMES
+ * while the chunk of another is decoded: a chunk's bytes are unpacked
+ * ahead by one chunk at most. */
+#define NFRAMES 2
+
+struct frame {
+	int result;
+	const uint8_t *records;
+	size_t len;
+	uint64_t bytes_read, footer_end, footer_chunks, footer_events;
+	bool footer_seen;
+	uint8_t *zbuf, *raw, *rows; /* compressed, decompressed and, for the column layout, rows */
+	size_t zcap, rawcap, rowscap;
+};
+
 struct wsprof_trace {
 	FILE *f;
 	uint64_t file_size;       /* for wsprof_trace_position; 0: not a regular file */
-	bool regular;             /* read ahead on a thread */
+	bool regular;             /* read ahead on threads */
 	wsprof_process proc;
 	char *exe, *cmdline, *tool_version, *access_note;
 
-	/* The reading side: the reading thread's, or the caller's without one. */
+	/* The unpacking side: the unpacking thread's, or the caller's without one. */
 	ZSTD_DCtx *dctx;
-	uint8_t *zbuf, *raw;
-	size_t zcap, rawcap;
 	struct wsp_columns *columns; /* a column-layout chunk's decoder state */
-	uint8_t *rows;              /* and its records */
-	size_t rowscap, nrows;
+	uint64_t bytes_read, chunks_read;
+	struct frame frames[NFRAMES];
+
+	/* The decoding side: the decoding thread's, or the caller's without one. */
+	struct frame *decoding;   /* frames[fhead], whose chunk is being decoded */
 	struct wsp_cursor chunk;  /* undecoded rest of the current chunk */
 	struct segment seg;       /* delta state of its open segment */
 	bool in_chunk;
@@ -151,17 +171,20 @@ struct wsprof_trace {
 	size_t defwords;
 	uint64_t defined_stacks;  /* distinct ids defined */
 
-	uint32_t *tids;           /* open-addressing set of thread ids */
+	uint32_t *tids;           /* open-addressing set of thread ids (capacity a power of 2) */
 	size_t tidcap;
+	uint32_t last_tid;        /* the one noted last */
 
-	/* Between the two sides (under lock once the thread runs). */
+	/* Between the sides (under lock once the threads run). */
+	size_t fhead, nframes;    /* frames[fhead..fhead+nframes) (mod NFRAMES) read, in order */
 	struct batch batches[NBATCH];
 	size_t head, queued;      /* batches[head..head+queued) (mod NBATCH) filled, in order */
-	bool started, threaded, stop, finished;
-	int result;               /* how the reading thread finished: 0 or -ENOMEM */
-	pthread_t thread;
+	bool started, unpacking, threaded, stop, finished; /* unpacking, threaded: the threads run */
+	bool wants_room, wants_more; /* a side waits for the other (woken half-way: few wake-ups) */
+	int result;               /* how the decoding thread finished: 0 or -ENOMEM */
+	pthread_t thread, unpacker;
 	pthread_mutex_t lock;
-	pthread_cond_t more, room;
+	pthread_cond_t more, room, frame_more, frame_room;
 
 	/* The caller's side. */
 	struct batch *reading;    /* batches[head], being handed out */
@@ -258,8 +281,12 @@ static void extra_free(struct extra *x)
 	free(x);
 }
 
+/* A segment is one thread's: most events are of the thread noted last. */
 static int tid_note(wsprof_trace *t, uint32_t tid)
 {
+	if (tid && tid == t->last_tid)
+		return 0;
+	t->last_tid = tid;
 	if (t->w.threads * 2 >= t->tidcap) {
 		size_t ncap = t->tidcap ? t->tidcap * 2 : 64;
 		uint32_t *n = calloc(ncap, sizeof *n);
@@ -268,18 +295,18 @@ static int tid_note(wsprof_trace *t, uint32_t tid)
 		for (size_t i = 0; i < t->tidcap; i++) {
 			if (!t->tids[i])
 				continue;
-			size_t j = t->tids[i] * 2654435761u % ncap;
+			size_t j = t->tids[i] * 2654435761u & (ncap - 1);
 			while (n[j])
-				j = (j + 1) % ncap;
+				j = (j + 1) & (ncap - 1);
 			n[j] = t->tids[i];
 		}
 		free(t->tids);
 		t->tids = n;
 		t->tidcap = ncap;
 	}
-	size_t j = (uint64_t)tid * 2654435761u % t->tidcap;
+	size_t j = (uint64_t)tid * 2654435761u & (t->tidcap - 1);
 	while (t->tids[j] && t->tids[j] != tid)
-		j = (j + 1) % t->tidcap;
+		j = (j + 1) & (t->tidcap - 1);
 	if (!t->tids[j]) {
 		t->tids[j] = tid;
 		t->w.threads++;
@@ -292,7 +319,7 @@ static int tid_note(wsprof_trace *t, uint32_t tid)
 static int read_exact(wsprof_trace *t, void *buf, size_t n)
 {
 	size_t got = fread(buf, 1, n, t->f);
-	t->w.bytes_read += got;
+	t->bytes_read += got;
 	if (got == n)
 		return 0;
 	if (ferror(t->f))
@@ -361,7 +388,7 @@ static int read_header(wsprof_trace *t)
 {
 	uint8_t fixed[WSP_HEADER_FIXED];
 	size_t got = fread(fixed, 1, sizeof fixed, t->f);
-	t->w.bytes_read += got;
+	t->bytes_read += got;
 	if (got == 0)
 		return ferror(t->f) ? -EIO : WSPROF_E_EMPTY;
 	if (got < 16 || wsp_get_le32(fixed) != WSP_MAGIC_HEADER ||
@@ -418,6 +445,7 @@ int wsprof_trace_open(const char *path, wsprof_trace **out)
 	t->proc.cmdline = t->cmdline ? t->cmdline : "";
 	t->proc.tool_version = t->tool_version ? t->tool_version : "";
 	t->proc.access_note = t->access_note ? t->access_note : "";
+	t->w.bytes_read = t->bytes_read;
 	t->seen = t->w;
 	*out = t;
 	return 0;
@@ -520,7 +548,8 @@ static int get_device(struct wsp_cursor *r)
 }
 
 /* CUDA events append the device (+1, 0: none), the stream and, for
- * allocations, the VMM handle a mapping maps (format 1.1). */
+ * allocations, the VMM handle a mapping maps (format 1.1). Other events
+ * end before them: no call for those. */
 static int get_cuda_fields(struct pending *p, struct wsp_cursor *r, bool handle)
 {
 	p->device = get_device(r);
@@ -605,7 +634,7 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 			p->addr = get_addr(s, r);
 		p->size = wsp_get_field(r);
 		p->stack = wsp_get_field(r);
-		err = get_cuda_fields(p, r, true);
+		err = r->p < r->end ? get_cuda_fields(p, r, true) : 0;
 		break;
 	case WSP_REC_FREE:
 	case WSP_REC_MOVE:
@@ -618,7 +647,7 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		if (type != WSP_REC_FREE)
 			p->size = wsp_get_field(r);
 		else
-			err = get_cuda_fields(p, r, false);
+			err = r->p < r->end ? get_cuda_fields(p, r, false) : 0;
 		break;
 	case WSP_REC_STREAM_REACHED:
 		p->type = WSPROF_EV_STREAM_REACHED;
@@ -719,6 +748,9 @@ static void pending_compact(wsprof_trace *t)
 	t->npend = to;
 }
 
+/* The number of the next event of the run at heap[k]. */
+#define HEAD(k) (t->pend[t->runs[heap[k]].next].seq)
+
 /* Begin a release: every pending event with seq < watermark (every one,
  * with all) is to go out, sorted, by release_emit. It is a k-way merge of
  * the runs' prefixes, each event copied once. t->nheap is nonzero while
@@ -739,7 +771,6 @@ static int release_begin(wsprof_trace *t, uint64_t watermark, bool all)
 			j++;
 		stop[i] = j;
 	}
-#define HEAD(k) (t->pend[t->runs[heap[k]].next].seq)
 	for (size_t i = 0; i < t->nruns; i++) {
 		if (stop[i] == t->runs[i].next)
 			continue;
@@ -859,7 +890,7 @@ static int decode_some(wsprof_trace *t)
 	return 0;
 }
 
-static int read_footer(wsprof_trace *t, uint32_t size, const uint8_t *first)
+static int read_footer(wsprof_trace *t, struct frame *fr, uint32_t size, const uint8_t *first)
 {
 	/* `first` holds the 16 bytes already read after the frame header. */
 	if (size > 4096)
@@ -877,61 +908,56 @@ static int read_footer(wsprof_trace *t, uint32_t size, const uint8_t *first)
 	if (c.bad || type != WSP_REC_FOOTER || len > (uint64_t)(c.end - c.p))
 		return WSPROF_E_CORRUPT;
 	struct wsp_cursor r = { c.p, c.p + len, false };
-	t->w.footer_end = wsp_get_field(&r);
-	t->w.footer_chunks = wsp_get_field(&r);
-	t->w.footer_events = wsp_get_field(&r);
+	fr->footer_end = wsp_get_field(&r);
+	fr->footer_chunks = wsp_get_field(&r);
+	fr->footer_events = wsp_get_field(&r);
 	if (r.bad)
 		return WSPROF_E_CORRUPT;
-	t->w.footer_seen = true;
+	fr->footer_seen = true;
 	return 0;
 }
 
 /* A chunk in the column layout (format 2.0): its records from its n raw
- * bytes, into t->rows. */
-static int chunk_rows(wsprof_trace *t, size_t n)
+ * bytes, into fr->rows. */
+static int chunk_rows(wsprof_trace *t, struct frame *fr, size_t n)
 {
-	size_t rows = wsp_columns_rows_size(t->raw, n);
+	size_t rows = wsp_columns_rows_size(fr->raw, n);
 	if (rows > WSP_CHUNK_RAW_MAX)
 		return WSPROF_E_CORRUPT;
 	if (!t->columns && !(t->columns = malloc(sizeof *t->columns)))
 		return -ENOMEM;
-	if (wsp_grow(&t->rows, &t->rowscap, rows + 1, 1))
+	if (wsp_grow(&fr->rows, &fr->rowscap, rows + 1, 1))
 		return -ENOMEM;
-	if (wsp_columns_decode(t->columns, t->raw, n, t->rows, rows))
+	if (wsp_columns_decode(t->columns, fr->raw, n, fr->rows, rows))
 		return WSPROF_E_CORRUPT;
-	t->nrows = rows;
+	fr->records = fr->rows;
+	fr->len = rows;
 	return 0;
 }
 
 /* The records of the chunk whose header h was read: its compressed bytes
  * read, decompressed and, in the column layout, turned back into rows.
  * Everything a chunk's bytes go through on their way to records is here.
- * @return 0 with *records and *len set, or an error. */
-static int unpack_chunk(wsprof_trace *t, const uint8_t *h, const uint8_t **records, size_t *len)
+ * @return 0 with fr->records and fr->len set, or an error. */
+static int unpack_chunk(wsprof_trace *t, struct frame *fr, const uint8_t *h)
 {
 	uint32_t rawsize = wsp_get_le32(h + 12), zsize = wsp_get_le32(h + 16), flags = wsp_get_le32(h + 20);
-	if (wsp_grow(&t->zbuf, &t->zcap, zsize, 1) || wsp_grow(&t->raw, &t->rawcap, rawsize + 1, 1))
+	if (wsp_grow(&fr->zbuf, &fr->zcap, zsize, 1) || wsp_grow(&fr->raw, &fr->rawcap, rawsize + 1, 1))
 		return -ENOMEM;
-	int err = read_exact(t, t->zbuf, zsize);
+	int err = read_exact(t, fr->zbuf, zsize);
 	if (err)
 		return err == 1 ? WSPROF_E_TRUNCATED : err;
-	size_t n = ZSTD_decompressDCtx(t->dctx, t->raw, rawsize, t->zbuf, zsize);
+	size_t n = ZSTD_decompressDCtx(t->dctx, fr->raw, rawsize, fr->zbuf, zsize);
 	if (ZSTD_isError(n) || n != rawsize)
 		return WSPROF_E_CORRUPT;
-	*records = t->raw;
-	*len = n;
-	if (flags & WSP_CHUNK_COLUMNS) {
-		err = chunk_rows(t, n);
-		if (err)
-			return err;
-		*records = t->rows;
-		*len = t->nrows;
-	}
-	return 0;
+	fr->records = fr->raw;
+	fr->len = n;
+	return flags & WSP_CHUNK_COLUMNS ? chunk_rows(t, fr, n) : 0;
 }
 
-/* Read and decompress the next chunk. @return 1 if one was read, 0 at the end. */
-static int read_chunk(wsprof_trace *t)
+/* Read and decompress the next chunk into fr. @return 1 if one was read,
+ * 0 at the end. */
+static int read_chunk(wsprof_trace *t, struct frame *fr)
 {
 	uint8_t h[WSP_CHUNK_HEADER];
 	int err = read_exact(t, h, 8);
@@ -945,7 +971,7 @@ static int read_chunk(wsprof_trace *t)
 		err = read_exact(t, h + 8, first);
 		if (err)
 			return err == 1 ? WSPROF_E_TRUNCATED : err;
-		err = read_footer(t, size, h + 8);
+		err = read_footer(t, fr, size, h + 8);
 		return err ? err : 0;
 	}
 	if (magic != WSP_MAGIC_CHUNK || size != WSP_CHUNK_HEADER - 8)
@@ -955,18 +981,88 @@ static int read_chunk(wsprof_trace *t)
 		return err == 1 ? WSPROF_E_TRUNCATED : err;
 	uint32_t index = wsp_get_le32(h + 8), rawsize = wsp_get_le32(h + 12),
 		 zsize = wsp_get_le32(h + 16), flags = wsp_get_le32(h + 20);
-	if (index != t->w.chunks || rawsize > WSP_CHUNK_RAW_MAX || (flags & ~WSP_CHUNK_COLUMNS) ||
+	if (index != t->chunks_read || rawsize > WSP_CHUNK_RAW_MAX || (flags & ~WSP_CHUNK_COLUMNS) ||
 	    ((flags & WSP_CHUNK_COLUMNS) && t->proc.format_major < 2) ||
 	    zsize > ZSTD_compressBound(rawsize) + 64)
 		return WSPROF_E_CORRUPT;
-	const uint8_t *records;
-	size_t n;
-	err = unpack_chunk(t, h, &records, &n);
+	err = unpack_chunk(t, fr, h);
 	if (err)
 		return err;
+	t->chunks_read++;
+	return 1;
+}
+
+/* The next frame of the file into fr, and how far the file was read. */
+static void read_frame(wsprof_trace *t, struct frame *fr)
+{
+	fr->footer_seen = false;
+	fr->footer_end = fr->footer_chunks = fr->footer_events = 0;
+	fr->result = read_chunk(t, fr);
+	fr->bytes_read = t->bytes_read;
+}
+
+/* The unpacking thread: frames read ahead, NFRAMES at most, until the end
+ * of the file or damage (the decoding side stops taking them there, or at
+ * damage inside a chunk before). */
+static void *unpacker_main(void *arg)
+{
+	wsprof_trace *t = arg;
+	pthread_mutex_lock(&t->lock);
+	while (!t->stop) {
+		if (t->nframes == NFRAMES) {
+			pthread_cond_wait(&t->frame_room, &t->lock);
+			continue;
+		}
+		struct frame *fr = &t->frames[(t->fhead + t->nframes) % NFRAMES];
+		pthread_mutex_unlock(&t->lock);
+		read_frame(t, fr);
+		pthread_mutex_lock(&t->lock);
+		t->nframes++;
+		pthread_cond_signal(&t->frame_more);
+		if (fr->result <= 0)
+			break;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* The next frame to decode, read ahead or read now; the one decoded
+ * before is given back. NULL once the trace is being closed. */
+static struct frame *frame_next(wsprof_trace *t)
+{
+	if (!t->unpacking) {
+		read_frame(t, &t->frames[0]);
+		return &t->frames[0];
+	}
+	pthread_mutex_lock(&t->lock);
+	if (t->decoding) {
+		t->fhead = (t->fhead + 1) % NFRAMES;
+		t->nframes--;
+		pthread_cond_signal(&t->frame_room);
+	}
+	while (!t->nframes && !t->stop)
+		pthread_cond_wait(&t->frame_more, &t->lock);
+	t->decoding = t->nframes ? &t->frames[t->fhead] : NULL;
+	pthread_mutex_unlock(&t->lock);
+	return t->decoding;
+}
+
+/* Take the next frame: a chunk to decode (1), the end (0) or damage. */
+static int take_frame(wsprof_trace *t)
+{
+	const struct frame *fr = frame_next(t);
+	if (!fr)
+		return -ECANCELED;
+	t->w.bytes_read = fr->bytes_read;
+	t->w.footer_seen = fr->footer_seen;
+	t->w.footer_end = fr->footer_end;
+	t->w.footer_chunks = fr->footer_chunks;
+	t->w.footer_events = fr->footer_events;
+	if (fr->result != 1)
+		return fr->result;
 	/* The recorder writes nothing after an EXEC's chunk unless exec failed. */
 	t->w.exec_seen = false;
-	t->chunk = (struct wsp_cursor){ records, records + n, false };
+	t->chunk = (struct wsp_cursor){ fr->records, fr->records + fr->len, false };
 	memset(&t->seg, 0, sizeof t->seg);
 	t->in_chunk = true;
 	return 1;
@@ -995,11 +1091,11 @@ static int advance(wsprof_trace *t)
 				continue;
 			t->in_chunk = false;
 		} else {
-			r = read_chunk(t);
+			r = take_frame(t);
 			if (r == 1)
 				continue;
 		}
-		if (r == -ENOMEM)
+		if (r == -ENOMEM || r == -ECANCELED)
 			return r;
 		t->w.eof = true;
 		if (r < 0)
@@ -1045,15 +1141,18 @@ static int fill(wsprof_trace *t, struct batch *b, bool greedy)
 	}
 }
 
-/* ---- the reading thread ------------------------------------------------ */
+/* ---- the reading threads ----------------------------------------------- */
 
+/* The decoding thread: batches filled ahead, NBATCH at most. */
 static void *worker_main(void *arg)
 {
 	wsprof_trace *t = arg;
 	pthread_mutex_lock(&t->lock);
 	while (!t->stop && !t->finished) {
 		if (t->queued == NBATCH) {
+			t->wants_room = true;
 			pthread_cond_wait(&t->room, &t->lock);
+			t->wants_room = false;
 			continue;
 		}
 		struct batch *b = &t->batches[(t->head + t->queued) % NBATCH];
@@ -1065,16 +1164,19 @@ static void *worker_main(void *arg)
 			t->result = err;
 			t->finished = true;
 		}
-		pthread_cond_signal(&t->more);
+		if (t->wants_more && (t->queued >= NBATCH / 2 || t->finished))
+			pthread_cond_signal(&t->more);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
 }
 
-/* A regular file is read ahead on a thread of its own. Anything else (a
- * pipe) is read as the caller asks for events: a reading thread blocked on
- * a writer that never comes would hold up closing the trace. The thread
- * takes no signals: they are the program's. */
+/* A regular file is read ahead on two threads of their own: one reads
+ * and unpacks chunks, one decodes and merges them. Anything else (a pipe)
+ * is read as the caller asks for events: a reading thread blocked on a
+ * writer that never comes would hold up closing the trace. Each thread
+ * that cannot be made leaves its work to the one before it (the caller
+ * last). The threads take no signals: they are the program's. */
 static void start(wsprof_trace *t)
 {
 	t->started = true;
@@ -1083,16 +1185,36 @@ static void start(wsprof_trace *t)
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->more, NULL);
 	pthread_cond_init(&t->room, NULL);
+	pthread_cond_init(&t->frame_more, NULL);
+	pthread_cond_init(&t->frame_room, NULL);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	t->unpacking = pthread_create(&t->unpacker, NULL, unpacker_main, t) == 0;
 	t->threaded = pthread_create(&t->thread, NULL, worker_main, t) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!t->threaded) {
-		pthread_cond_destroy(&t->room);
-		pthread_cond_destroy(&t->more);
-		pthread_mutex_destroy(&t->lock);
-	}
+}
+
+/* Ask the reading threads to end and wait for them. */
+static void threads_end(wsprof_trace *t)
+{
+	if (!t->started || !t->regular)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->stop = true;
+	pthread_cond_signal(&t->room);
+	pthread_cond_signal(&t->frame_room);
+	pthread_cond_signal(&t->frame_more);
+	pthread_mutex_unlock(&t->lock);
+	if (t->threaded)
+		pthread_join(t->thread, NULL);
+	if (t->unpacking)
+		pthread_join(t->unpacker, NULL);
+	pthread_cond_destroy(&t->frame_room);
+	pthread_cond_destroy(&t->frame_more);
+	pthread_cond_destroy(&t->room);
+	pthread_cond_destroy(&t->more);
+	pthread_mutex_destroy(&t->lock);
 }
 
 /* Give back the batch handed out and take the next one.
@@ -1119,10 +1241,14 @@ static int batch_next(wsprof_trace *t)
 		t->reading = NULL;
 		t->head = (t->head + 1) % NBATCH;
 		t->queued--;
-		pthread_cond_signal(&t->room);
+		if (t->wants_room && t->queued <= NBATCH / 2)
+			pthread_cond_signal(&t->room);
 	}
-	while (!t->queued && !t->finished)
+	while (!t->queued && !t->finished) {
+		t->wants_more = true;
 		pthread_cond_wait(&t->more, &t->lock);
+		t->wants_more = false;
+	}
 	int r = t->queued ? 1 : t->result;
 	if (t->queued) {
 		t->reading = &t->batches[t->head];
@@ -1181,6 +1307,34 @@ static int apply_module(wsprof_trace *t, int type, uint64_t base, struct extra *
 	return 0;
 }
 
+/* Field by field: every field is set, without zeroing the whole first. */
+static void event_out(const struct pending *p, wsprof_event *ev)
+{
+	static const struct extra none;
+	const struct extra *x = p->x ? p->x : &none;
+	ev->type = p->type;
+	ev->kind = p->kind;
+	ev->op = p->op;
+	ev->tid = p->tid;
+	ev->seq = p->seq;
+	ev->time_ns = p->time;
+	ev->addr = p->addr;
+	ev->size = p->size;
+	ev->stack = p->stack;
+	ev->device = p->device;
+	ev->stream = x->stream;
+	ev->handle = x->handle;
+	ev->device_free = x->device_free;
+	ev->device_total = x->device_total;
+	ev->child_pid = x->child_pid;
+	ev->path = p->type == WSPROF_EV_ANNOTATE ? NULL : x->path;
+	ev->text = p->type == WSPROF_EV_ANNOTATE ? x->path : NULL;
+	ev->regions = x->regions;
+	ev->nregions = x->nregions;
+	ev->build_id = NULL;
+	ev->build_id_len = 0;
+}
+
 int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
 {
 	extra_free(t->current);
@@ -1201,22 +1355,7 @@ int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
 	}
 	const struct pending *p = &b->ev[t->pos++];
 	struct extra *x = t->current = p->x;
-	*ev = (wsprof_event){ .type = p->type, .kind = p->kind, .op = p->op, .tid = p->tid, .seq = p->seq,
-			      .time_ns = p->time, .addr = p->addr, .size = p->size, .stack = p->stack,
-			      .device = p->device };
-	if (x) {
-		ev->stream = x->stream;
-		ev->handle = x->handle;
-		ev->device_free = x->device_free;
-		ev->device_total = x->device_total;
-		ev->child_pid = x->child_pid;
-		ev->regions = x->regions;
-		ev->nregions = x->nregions;
-		if (p->type == WSPROF_EV_ANNOTATE)
-			ev->text = x->path;
-		else
-			ev->path = x->path;
-	}
+	event_out(p, ev);
 	if (p->type == WSPROF_EV_MODULE_LOAD) {
 		/* Point the event at the table's copy, which outlives it. */
 		if (apply_module(t, p->type, p->addr, x))
@@ -1318,16 +1457,7 @@ void wsprof_trace_close(wsprof_trace *t)
 {
 	if (!t)
 		return;
-	if (t->threaded) {
-		pthread_mutex_lock(&t->lock);
-		t->stop = true;
-		pthread_cond_signal(&t->room);
-		pthread_mutex_unlock(&t->lock);
-		pthread_join(t->thread, NULL);
-		pthread_cond_destroy(&t->room);
-		pthread_cond_destroy(&t->more);
-		pthread_mutex_destroy(&t->lock);
-	}
+	threads_end(t);
 	extra_free(t->current);
 	for (size_t i = 0; i < t->queued; i++) { /* events never handed out */
 		struct batch *b = &t->batches[(t->head + i) % NBATCH];
@@ -1351,10 +1481,12 @@ void wsprof_trace_close(wsprof_trace *t)
 	free(t->mods);
 	free(t->stacks);
 	free(t->tids);
-	free(t->zbuf);
-	free(t->raw);
+	for (size_t i = 0; i < NFRAMES; i++) {
+		free(t->frames[i].zbuf);
+		free(t->frames[i].raw);
+		free(t->frames[i].rows);
+	}
 	free(t->columns);
-	free(t->rows);
 	free(t->exe);
 	free(t->cmdline);
 	free(t->tool_version);

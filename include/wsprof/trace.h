@@ -16,6 +16,13 @@
  *
  * Errors are negative numbers: -errno for system errors, WSPROF_E_* for
  * trace errors; wsprof_strerror() names both. Nothing here prints.
+ *
+ * A regular file is read, decompressed and decoded ahead of the caller, a
+ * bounded number of events ahead, on two threads that start with the first
+ * wsprof_trace_next() and are gone when wsprof_trace_close() returns; a
+ * pipe is read as events are asked for. Either way the caller sees the same events,
+ * stacks, modules, status and position at every step. A trace is used by
+ * one thread at a time.
  */
 #ifndef WSPROF_TRACE_H
 #define WSPROF_TRACE_H

@@ -32,17 +32,21 @@ Test(settings, a_malformed_value_warns_once_and_uses_the_default)
 	char *prog = wt_prog("alloc_basic");
 	struct wt_result r;
 	wt_run(&r, (const char *[]){ "/usr/bin/env", "WSPROF_STACK_DEPTH=lots", "WSPROF_FLUSH_MS=-5",
-				     wt_wsprof(), "record", "-o", trace, "--", prog, expect, NULL });
+				     "WSPROF_SAMPLE_BYTES=half", wt_wsprof(), "record", "-o", trace, "--", prog, expect,
+				     NULL });
 	wt_assert_status(&r, 0, "wsprof record with malformed settings");
 	cr_expect(contains(r.err, "wsprof: ignoring WSPROF_STACK_DEPTH=lots") && contains(r.err, "using 64"),
 		  "no warning about WSPROF_STACK_DEPTH:\n%s", r.err);
 	cr_expect(contains(r.err, "wsprof: ignoring WSPROF_FLUSH_MS=-5") && contains(r.err, "using 200"),
 		  "no warning about WSPROF_FLUSH_MS:\n%s", r.err);
+	cr_expect(contains(r.err, "wsprof: ignoring WSPROF_SAMPLE_BYTES=half") && contains(r.err, "using 0"),
+		  "no warning about WSPROF_SAMPLE_BYTES:\n%s", r.err);
 
 	struct wt_json *books = wt_json_load(expect);
 	struct wt_json *s = wt_summary(trace, (const char *[]){ "alloc_basic", NULL });
 	cr_expect_eq(wt_u64(s, "recorder.stack_depth"), 64);
 	cr_expect_eq(wt_u64(s, "recorder.flush_ms"), 200);
+	cr_expect_null(wt_json_get(s, "recorder.sample_bytes"), "a malformed sampling rate records everything");
 	wt_assert_counted(s, books, "alloc_basic with malformed settings");
 	wt_json_free(s);
 	wt_json_free(books);

@@ -15,12 +15,17 @@
 #include "wsprof/trace.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- helpers -------------------------------------------------------- */
@@ -1741,4 +1746,224 @@ Test(reader_names, kinds_and_ops_are_named)
 	for (unsigned o = 0; o < WSPROF_OP_COUNT; o++)
 		cr_expect_not_null(wsprof_op_name(o), "op %u", o);
 	cr_expect_null(wsprof_op_name(WSPROF_OP_COUNT));
+}
+
+/* ---- reading ahead ------------------------------------------------------ */
+
+/* A trace that keeps every part of reading ahead busy: three threads; a
+ * release of more events than the reader hands over at once; chunks of
+ * many small releases with stack nodes defined between them; events held
+ * back across chunks; a chunk defining more stack nodes before its events
+ * than a batch carries; events with strings, modules and CUDA fields; and
+ * more events (43,500) than the reader may hold ahead of its caller.
+ * @return the number of events; *named gets the annotations naming a
+ * block (12 more events load a module: neither is counted in the status). */
+static size_t build_busy(struct trace_builder *b, size_t *named)
+{
+	static const struct tb_segdesc segs[] = { { 0, 0x10000, 5 } };
+	static const struct tb_cuda_tag tag = { 1, 0x5000, 0x77 };
+	tb_init(b);
+	tb_header(b, NULL);
+	uint64_t seq = 1, stack = 0;
+	size_t n = 0;
+	*named = 0;
+	for (unsigned c = 0; c < 12; c++) {
+		/* chunk 3: one release of 9000; from chunk 7: ten releases of 150 */
+		unsigned rounds = c >= 7 ? 10 : 1, per = c == 3 ? 3000 : c >= 7 ? 50 : 1500;
+		for (unsigned round = 0; round < rounds; round++) {
+			uint64_t nodes = c == 5 ? 6000 : c >= 7 ? 5 : 50;
+			for (uint64_t i = 0; i < nodes; i++) { /* chains of 100 frames */
+				stack++;
+				tb_stack(b, stack, stack % 100 == 1 ? 0 : stack - 1, 0x400000 + stack);
+			}
+			for (unsigned th = 0; th < 3; th++) {
+				tb_segment(b, 11 + th, 0, 0);
+				for (unsigned i = 0; i < per; i++) {
+					uint64_t s = seq + 3 * i + th, time = s * 100, addr = 0x10000000 + s * 64;
+					if (i % 97 == 5 && th == 0) {
+						tb_ev_annotate(b, s, time, WSPROF_ANN_NAME, addr, 0, 0, "buffer");
+						++*named;
+					} else if (i % 89 == 7 && th == 1) {
+						tb_ev_cuda_alloc(b, s, time, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_ALLOC,
+								 addr, 512, stack, &tag);
+					} else if (i == 11 && th == 2 && round == 0) {
+						tb_ev_module_load(b, s, time, 0x7f0000000000 + c * 0x100000, "/lib/libx.so",
+								  "\1\2", 2, segs, 1);
+					} else {
+						tb_ev_alloc(b, s, time, WSPROF_KIND_HEAP, WSPROF_OP_MALLOC, addr, 16 + i % 300,
+							    stack - i % 40);
+					}
+					n++;
+				}
+			}
+			seq += 3 * per;
+			/* Every other chunk holds its last 30 events back to the next one. */
+			tb_sync(b, c % 2 == 0 && round == rounds - 1 ? seq - 30 : seq, seq * 100);
+		}
+		tb_chunk(b);
+	}
+	tb_footer(b, seq * 100);
+	return n;
+}
+
+/* What the caller can see at an event: the event, its stack and module,
+ * the status and the position. */
+struct seen {
+	uint64_t seq, time, addr, size, stack, stream, handle, depth, ip0, base, chunks, events, done, end;
+	unsigned type, kind, op, tid, threads;
+	int device, error, complete, named;
+};
+
+/* What can be seen at every event, and after the last in out[n] (with
+ * only the status and the position). @return n. */
+static size_t read_seen(wsprof_trace *t, struct seen *out, size_t max)
+{
+	wsprof_event ev;
+	size_t n = 0;
+	for (;;) {
+		cr_assert_lt(n, max, "more events than were written");
+		struct seen *s = &out[n];
+		memset(s, 0, sizeof *s);
+		int r = wsprof_trace_next(t, &ev);
+		cr_assert_geq(r, 0, "wsprof_trace_next failed: %s", wsprof_strerror(r));
+		if (r) {
+			*s = (struct seen){ .seq = ev.seq, .time = ev.time_ns, .addr = ev.addr, .size = ev.size,
+					    .stack = ev.stack, .stream = ev.stream, .handle = ev.handle,
+					    .type = (unsigned)ev.type, .kind = ev.kind, .op = ev.op, .tid = ev.tid,
+					    .device = ev.device, .named = ev.text && !strcmp(ev.text, "buffer") };
+			s->depth = wsprof_trace_stack(t, ev.stack, &s->ip0, 1);
+			wsprof_trace_module_at(t, 0x7f0000000000 + 0x500000, &s->base);
+		}
+		wsprof_trace_status st;
+		wsprof_trace_get_status(t, &st);
+		s->chunks = st.chunks;
+		s->events = st.events;
+		s->threads = (unsigned)st.threads;
+		s->error = st.error;
+		s->complete = st.complete;
+		s->end = st.end_time_ns;
+		uint64_t size;
+		wsprof_trace_position(t, &s->done, &size);
+		if (!r)
+			return n;
+		n++;
+	}
+}
+
+/* The trace through a new FIFO, written by a child process (not a thread:
+ * the tests count their threads); *path gets the FIFO's path (free it).
+ * @return the child. */
+static pid_t feed_fifo(const struct trace_builder *b, char **path)
+{
+	*path = tb_save_temp(b);
+	cr_assert_not_null(*path);
+	unlink(*path);
+	cr_assert_eq(mkfifo(*path, 0600), 0, "mkfifo: %s", strerror(errno));
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid)
+		return pid;
+	signal(SIGPIPE, SIG_IGN);
+	int fd = open(*path, O_WRONLY | O_CLOEXEC);
+	for (size_t at = 0; fd >= 0 && at < b->len;) {
+		ssize_t w = write(fd, b->data + at, b->len - at);
+		if (w <= 0)
+			_exit(1);
+		at += (size_t)w;
+	}
+	_exit(fd < 0);
+}
+
+/* The threads of this process. */
+static size_t threads_now(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	cr_assert_not_null(d);
+	size_t n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+Test(reader_ahead, a_file_read_ahead_and_a_pipe_read_on_demand_look_the_same, .timeout = 60)
+{
+	struct trace_builder b;
+	size_t names;
+	size_t want = build_busy(&b, &names);
+	size_t max = want + 16;
+	struct seen *a = calloc(max, sizeof *a), *p = calloc(max, sizeof *p);
+	cr_assert(a && p);
+
+	size_t before = threads_now();
+	wsprof_trace *t = open_built(&b);
+	size_t na = read_seen(t, a, max);
+	wsprof_trace_close(t);
+	cr_expect_eq(threads_now(), before, "closing ends the reading threads");
+
+	char *fifo;
+	pid_t writer = feed_fifo(&b, &fifo);
+	cr_assert_eq(wsprof_trace_open(fifo, &t), 0);
+	size_t np = read_seen(t, p, max);
+	cr_expect_eq(threads_now(), before, "a pipe is read as events are asked for, on no thread");
+	wsprof_trace_close(t);
+	int status;
+	cr_assert_eq(waitpid(writer, &status, 0), writer);
+	cr_expect(WIFEXITED(status) && !WEXITSTATUS(status), "the writer wrote it all");
+	unlink(fifo);
+	free(fifo);
+
+	cr_assert_eq(na, want, "%zu events of %zu through the file", na, want);
+	cr_assert_eq(np, want, "%zu events of %zu through the pipe", np, want);
+	for (size_t i = 0; i <= want; i++) {
+		cr_assert_eq(a[i].seq, i < want ? i + 1 : 0, "event %zu is seq %llu", i, (unsigned long long)a[i].seq);
+		cr_assert(!memcmp(&a[i], &p[i], sizeof a[i]), "event %zu (seq %llu) looks different through a pipe", i,
+			  (unsigned long long)a[i].seq);
+	}
+	const struct seen *last = &a[want - 1], *end = &a[want];
+	cr_expect(!last->complete && last->chunks == 11, "at the last event, its chunk is still being decoded");
+	cr_expect_lt(last->done, b.len, "and the footer is still to be read");
+	cr_expect(end->complete && !end->error, "complete at the end");
+	cr_expect_eq(end->chunks, 12);
+	cr_expect_eq(end->events, want - names - 12, "allocations only");
+	cr_expect_eq(end->done, b.len, "the whole file read at the end");
+	cr_expect_eq(end->threads, 3);
+	cr_expect_eq(a[0].chunks, 0, "the first chunk is still being decoded at its first event");
+	cr_expect_lt(a[0].done, b.len / 2, "position at the first event: not the end of the file");
+	size_t named = 0;
+	for (size_t i = 0; i < want; i++) {
+		named += a[i].named;
+		cr_assert_eq(a[i].tid, 11 + i % 3);
+		if (a[i].type == WSPROF_EV_ALLOC)
+			cr_assert(a[i].depth == (a[i].stack - 1) % 100 + 1 && a[i].ip0 == 0x400000 + a[i].stack,
+				  "stack %llu at event %zu: depth %llu", (unsigned long long)a[i].stack, i,
+				  (unsigned long long)a[i].depth);
+		if (a[i].kind == WSPROF_KIND_CUDA_DEVICE)
+			cr_assert(a[i].device == 1 && a[i].stream == 0x5000 && a[i].handle == 0x77);
+		else
+			cr_assert(a[i].device == -1 && !a[i].stream && !a[i].handle);
+	}
+	cr_expect_eq(named, names, "every annotation's text: %zu of %zu", named, names);
+	free(a);
+	free(p);
+	tb_fini(&b);
+}
+
+Test(reader_ahead, closing_before_the_end_ends_the_reading_threads)
+{
+	struct trace_builder b;
+	size_t names;
+	size_t want = build_busy(&b, &names);
+	size_t before = threads_now();
+	wsprof_trace *t = open_built(&b);
+	cr_expect_eq(threads_now(), before, "no thread before the first event is asked for");
+	wsprof_event ev;
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(threads_now(), before + 2, "unpacking and decoding ahead of the caller, held back by the events in flight");
+	wsprof_trace_close(t);
+	cr_expect_eq(threads_now(), before, "closing ends both threads");
+	cr_expect_gt(want, 100);
+	tb_fini(&b);
 }

@@ -141,7 +141,7 @@ void tb_header_version(struct trace_builder *b, unsigned major, unsigned minor,
 	pl_varint(&pl, pr->stack_depth);
 	pl_varint(&pl, pr->flush_ms);
 	pl_varint(&pl, pr->follow);
-	if (pr->access_sources || pr->access_note) {
+	if (pr->access_sources || pr->access_note || pr->sample_bytes) {
 		pl_varint(&pl, pr->access_sources);
 		pl_varint(&pl, pr->wp_pages);
 		pl_varint(&pl, pr->window_ms);
@@ -149,6 +149,8 @@ void tb_header_version(struct trace_builder *b, unsigned major, unsigned minor,
 		const char *note = pr->access_note ? pr->access_note : "";
 		pl_bytes(&pl, note, strlen(note));
 	}
+	if (pr->sample_bytes)
+		pl_varint(&pl, pr->sample_bytes);
 	pl_trailer(&pl, b);
 	put_record(&recs, &rlen, &rcap, WSP_REC_CONFIG, pl.p, pl.len);
 	free(pl.p);

@@ -24,7 +24,8 @@
  * plausible values. cmdline holds cmdline_len bytes (NUL-separated).
  * The access fields (format 1.1) are written only when access_sources is
  * not 0 or access_note is set, so a builder that leaves them alone writes
- * the 1.0 CONFIG record, as older traces have it. */
+ * the 1.0 CONFIG record, as older traces have it; sample_bytes (format
+ * 2.0) only when it is not 0, after them. */
 struct tb_process {
 	uint32_t pid, ppid, parent_pid_traced;
 	uint64_t start_realtime_ns, start_monotonic_ns, page_size;
@@ -35,6 +36,7 @@ struct tb_process {
 	unsigned stack_depth, flush_ms, follow;
 	unsigned access_sources, wp_pages, window_ms, max_regions; /* WSPROF_SOURCE_* bits, ... */
 	const char *access_note;
+	uint64_t sample_bytes; /* WSPROF_SAMPLE_BYTES */
 };
 
 struct tb_segdesc {
