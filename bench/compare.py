@@ -396,17 +396,16 @@ def machine():
     ]
 
 
-def billion_block(path):
-    """billion.sh's section of the output file, kept as it is: that script
-    owns it (bench/billion.sh -o), this one only moves it along."""
+def kept_block(path, name, missing):
+    """A section of the output file that another hand owns, between
+    <!-- name --> and <!-- /name -->, kept as it is: billion.sh writes
+    its own (bench/billion.sh -o), the profiles are written by hand."""
     try:
         with open(path) as f:
-            m = re.search(r"<!-- billion\.sh -->.*?<!-- /billion\.sh -->\n", f.read(), re.S)
+            m = re.search(r"<!-- " + re.escape(name) + r" -->.*?<!-- /" + re.escape(name) + r" -->\n", f.read(), re.S)
     except OSError:
         m = None
-    return m.group(0) if m else ("<!-- billion.sh -->\n## The analyzer on long traces (bench/billion.sh)\n\n"
-                                 "Not measured yet: `bench/billion.sh -o BENCHMARKS.md build`.\n"
-                                 "<!-- /billion.sh -->\n")
+    return m.group(0) if m else f"<!-- {name} -->\n{missing}<!-- /{name} -->\n"
 
 
 def document(rows, notes, args, started):
@@ -414,6 +413,9 @@ def document(rows, notes, args, started):
     desc = "\n".join(f"- {k}: {v}" for k, v in machine())
     notes_text = "".join(f"\n> {n}\n" for n in notes)
     cmd = "bench/compare.py --build " + os.path.relpath(args.build, SOURCE_ROOT) + f" --runs {args.runs}"
+    profiles = kept_block(args.output, "profiles", "## Profiles\n\nNot written yet (perf, callgrind).\n")
+    billion = kept_block(args.output, "billion.sh", "## The analyzer on long traces (bench/billion.sh)\n\n"
+                         "Not measured yet: `bench/billion.sh -o BENCHMARKS.md build`.\n")
     return f"""# Benchmarks: wsprof and heaptrack
 
 Written by `{cmd}{" --tiny" if args.tiny else ""}` on {started} UTC{" (tiny inputs: the figures mean nothing)" if args.tiny else ""}.
@@ -450,7 +452,8 @@ Seconds per million events (wall and CPU) to read the trace of the same run and 
 
 {targets(rows)}
 
-{billion_block(args.output)}
+{profiles}
+{billion}
 ## Reproduce
 
 ```sh
