@@ -599,7 +599,7 @@ static int heap_grow(struct wsp_model *m)
 
 static int heap_insert(struct wsp_model *m, const struct wsp_block *b)
 {
-	if ((m->heap_used + 1) * 4 > m->heap_cap * 3 && heap_grow(m))
+	if ((m->heap_used + 1) * 2 > m->heap_cap && heap_grow(m)) /* at most half full: short probe runs */
 		return -ENOMEM;
 	size_t at;
 	if (m->nfree_blocks) {

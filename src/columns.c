@@ -95,32 +95,49 @@ static void push_free(struct wsp_columns *ws, uint64_t addr, uint32_t cls)
 	ws->nfree++;
 }
 
-/* The class's remembered frees are walked newest first, skipping those
- * taken again or out of the ring: the encoder asks for the place of a
- * free it knows, the decoder for the free at a place. @return
- * UINT32_MAX if there is none. */
-static uint32_t class_place(const struct wsp_columns *ws, uint32_t cls, uint32_t ord)
+/* The k-th newest free a class remembers. */
+static uint32_t *class_slot(struct wsp_col_class *c, uint32_t k)
 {
-	const struct wsp_col_class *c = &ws->classes[cls];
-	uint32_t place = 0;
-	for (uint32_t k = 0; k < c->count; k++) {
-		uint32_t o = c->ord[(c->head + WSP_COL_DEPTH - 1 - k) % WSP_COL_DEPTH];
-		if (o == ord)
-			return place;
-		place += free_live(ws, o);
+	return &c->ord[(c->head + WSP_COL_DEPTH - 1 - k) % WSP_COL_DEPTH];
+}
+
+/* An allocation has taken the free ord again (at `place` in its class,
+ * if known): its class forgets it, so a class holds only frees not taken
+ * and a place is a plain index (both sides forget alike: what a class
+ * remembers must be the same). */
+static void take_free(struct wsp_columns *ws, uint32_t ord, uint32_t place)
+{
+	ws->frees[ord % WSP_COL_RING].used = true;
+	struct wsp_col_class *c = &ws->classes[ws->frees[ord % WSP_COL_RING].cls];
+	for (uint32_t k = place != UINT32_MAX ? place : 0; k < c->count; k++) {
+		if (*class_slot(c, k) != ord)
+			continue;
+		for (; k > 0; k--) /* the newer ones move down one */
+			*class_slot(c, k) = *class_slot(c, k - 1);
+		c->head = (c->head + WSP_COL_DEPTH - 1) % WSP_COL_DEPTH;
+		c->count--;
+		return;
 	}
+}
+
+/* The place of the free ord in its class, newest first (encoder), and the
+ * free at a place (decoder). @return UINT32_MAX if there is none. */
+static uint32_t class_place(struct wsp_columns *ws, uint32_t cls, uint32_t ord)
+{
+	struct wsp_col_class *c = &ws->classes[cls];
+	for (uint32_t k = 0; k < c->count; k++)
+		if (*class_slot(c, k) == ord)
+			return k;
 	return UINT32_MAX;
 }
 
-static uint32_t class_at(const struct wsp_columns *ws, uint32_t cls, uint64_t place)
+static uint32_t class_at(struct wsp_columns *ws, uint32_t cls, uint64_t place)
 {
-	const struct wsp_col_class *c = &ws->classes[cls];
-	for (uint32_t k = 0; k < c->count; k++) {
-		uint32_t o = c->ord[(c->head + WSP_COL_DEPTH - 1 - k) % WSP_COL_DEPTH];
-		if (free_live(ws, o) && place-- == 0)
-			return o;
-	}
-	return UINT32_MAX;
+	struct wsp_col_class *c = &ws->classes[cls];
+	if (place >= c->count)
+		return UINT32_MAX;
+	uint32_t ord = *class_slot(c, (uint32_t)place);
+	return free_live(ws, ord) ? ord : UINT32_MAX;
 }
 
 /* ---- encoder ------------------------------------------------------------ */
@@ -231,7 +248,7 @@ static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uin
 		code = z * 3;
 	}
 	if (ord != UINT32_MAX)
-		ws->frees[ord % WSP_COL_RING].used = true;
+		take_free(ws, ord, place);
 	ws->row_addr = addr;
 	known->alloc = ws->nalloc;
 	push_alloc(ws, addr, f[5]);
@@ -332,6 +349,13 @@ static size_t columns_open(const uint8_t *in, size_t n, struct wsp_cursor col[WS
 	return p == h.end ? (size_t)rows : SIZE_MAX;
 }
 
+size_t wsp_columns_begin(struct wsp_col_iter *it, struct wsp_columns *ws, const uint8_t *in, size_t n)
+{
+	it->ws = ws;
+	segment_reset(ws);
+	return columns_open(in, n, it->col);
+}
+
 size_t wsp_columns_rows_size(const uint8_t *in, size_t n)
 {
 	struct wsp_cursor col[WSP_COL_COUNT];
@@ -341,7 +365,7 @@ size_t wsp_columns_rows_size(const uint8_t *in, size_t n)
 /* An allocation's address from its code. @return false if malformed. */
 static bool decode_alloc_addr(struct wsp_columns *ws, uint64_t code, uint64_t size, uint64_t *addr)
 {
-	uint32_t ord;
+	uint32_t ord, place = UINT32_MAX;
 	if (code % 3 == 0) {
 		*addr = ws->prev_alloc + (uint64_t)wsp_unzigzag(code / 3);
 		return true;
@@ -350,6 +374,7 @@ static bool decode_alloc_addr(struct wsp_columns *ws, uint64_t code, uint64_t si
 		ord = class_at(ws, size_class(size), code / 3);
 		if (ord == UINT32_MAX)
 			return false;
+		place = (uint32_t)(code / 3);
 	} else {
 		uint64_t d = code / 3;
 		if (d == 0 || d > ws->nfree)
@@ -358,7 +383,7 @@ static bool decode_alloc_addr(struct wsp_columns *ws, uint64_t code, uint64_t si
 		if (!free_live(ws, ord))
 			return false;
 	}
-	ws->frees[ord % WSP_COL_RING].used = true;
+	take_free(ws, ord, place);
 	*addr = ws->frees[ord % WSP_COL_RING].addr;
 	return true;
 }
@@ -379,70 +404,92 @@ static bool decode_free_addr(struct wsp_columns *ws, uint64_t code, uint64_t *ad
 	return true;
 }
 
+/* The end of the columns: every one read exactly to its end. */
+static int iter_end(const struct wsp_col_iter *it)
+{
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		if (it->col[i].bad || it->col[i].p != it->col[i].end)
+			return -1;
+	return 0;
+}
+
+int wsp_columns_next(struct wsp_col_iter *it, struct wsp_col_record *r)
+{
+	struct wsp_columns *ws = it->ws;
+	struct wsp_cursor *col = it->col;
+	if (col[WSP_COL_TYPE].p >= col[WSP_COL_TYPE].end)
+		return iter_end(it);
+	uint64_t what = wsp_get_varint(&col[WSP_COL_TYPE]);
+	if (what == 0) {
+		struct wsp_cursor *v = &col[WSP_COL_VERBATIM];
+		r->record = v->p;
+		r->type = wsp_get_varint(v);
+		uint64_t len = wsp_get_varint(v);
+		if (v->bad || len > (uint64_t)(v->end - v->p))
+			return -1;
+		r->compact = false;
+		r->payload = v->p;
+		r->len = (size_t)len;
+		v->p += len;
+		r->record_len = (size_t)(v->p - r->record);
+		follow_row_addr(ws, r->type, r->payload, r->len);
+		return 1;
+	}
+	if (what > 2)
+		return -1;
+	r->compact = true;
+	r->dseq = wsp_get_varint(&col[WSP_COL_SEQ]);
+	r->dtime = wsp_get_varint(&col[WSP_COL_TIME]);
+	r->kind = wsp_get_varint(&col[WSP_COL_KIND]);
+	r->op = wsp_get_varint(&col[WSP_COL_KIND]);
+	if (what == 1) {
+		r->type = WSP_REC_ALLOC;
+		uint64_t code = wsp_get_varint(&col[WSP_COL_ALLOC]);
+		r->size = wsp_get_varint(&col[WSP_COL_SIZE]);
+		r->stack = wsp_get_varint(&col[WSP_COL_STACK]);
+		if (!decode_alloc_addr(ws, code, r->size, &r->addr))
+			return -1;
+		push_alloc(ws, r->addr, r->size);
+	} else {
+		r->type = WSP_REC_FREE;
+		r->size = r->stack = 0;
+		uint32_t cls;
+		if (!decode_free_addr(ws, wsp_get_varint(&col[WSP_COL_FREE]), &r->addr, &cls))
+			return -1;
+		push_free(ws, r->addr, cls);
+	}
+	r->daddr = wsp_zigzag((int64_t)(r->addr - ws->row_addr));
+	ws->row_addr = r->addr;
+	return 1;
+}
+
 int wsp_columns_decode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *out, size_t cap)
 {
-	struct wsp_cursor col[WSP_COL_COUNT];
-	size_t rows = columns_open(in, n, col);
+	struct wsp_col_iter it;
+	size_t rows = wsp_columns_begin(&it, ws, in, n);
 	if (rows == SIZE_MAX || rows > cap)
 		return -1;
 	uint8_t *p = out, *end = out + rows;
-	segment_reset(ws);
-	while (col[WSP_COL_TYPE].p < col[WSP_COL_TYPE].end) {
-		uint64_t what = wsp_get_varint(&col[WSP_COL_TYPE]);
-		if (what == 0) {
-			struct wsp_cursor *v = &col[WSP_COL_VERBATIM];
-			const uint8_t *rec = v->p;
-			uint64_t type = wsp_get_varint(v), len = wsp_get_varint(v);
-			if (v->bad || len > (uint64_t)(v->end - v->p) || (size_t)(v->p - rec) + len > (size_t)(end - p))
-				return -1;
-			const uint8_t *payload = v->p;
-			v->p += len;
-			memcpy(p, rec, (size_t)(v->p - rec));
-			p += v->p - rec;
-			follow_row_addr(ws, type, payload, (size_t)len);
-			continue;
-		}
-		if (what > 2)
-			return -1;
-		uint64_t f[ALLOC_FIELDS], addr;
-		f[0] = wsp_get_varint(&col[WSP_COL_SEQ]);
-		f[1] = wsp_get_varint(&col[WSP_COL_TIME]);
-		f[2] = wsp_get_varint(&col[WSP_COL_KIND]);
-		f[3] = wsp_get_varint(&col[WSP_COL_KIND]);
-		uint64_t type;
-		int nf;
-		if (what == 1) {
-			uint64_t code = wsp_get_varint(&col[WSP_COL_ALLOC]);
-			f[5] = wsp_get_varint(&col[WSP_COL_SIZE]);
-			f[6] = wsp_get_varint(&col[WSP_COL_STACK]);
-			if (!decode_alloc_addr(ws, code, f[5], &addr))
-				return -1;
-			push_alloc(ws, addr, f[5]);
-			type = WSP_REC_ALLOC;
-			nf = ALLOC_FIELDS;
+	struct wsp_col_record r;
+	int got;
+	while ((got = wsp_columns_next(&it, &r)) == 1) {
+		uint8_t row[2 + ALLOC_FIELDS * 10], *at = end - p >= (ptrdiff_t)sizeof row ? p : row;
+		size_t rn;
+		if (r.compact) {
+			uint64_t f[ALLOC_FIELDS] = { r.dseq, r.dtime, r.kind, r.op, r.daddr, r.size, r.stack };
+			rn = put_row(at, r.type, f, r.type == WSP_REC_ALLOC ? ALLOC_FIELDS : FREE_FIELDS);
 		} else {
-			uint32_t cls;
-			if (!decode_free_addr(ws, wsp_get_varint(&col[WSP_COL_FREE]), &addr, &cls))
+			if (r.record_len > (size_t)(end - p))
 				return -1;
-			push_free(ws, addr, cls);
-			type = WSP_REC_FREE;
-			nf = FREE_FIELDS;
-		}
-		f[4] = wsp_zigzag((int64_t)(addr - ws->row_addr));
-		ws->row_addr = addr;
-		if (end - p >= 2 + ALLOC_FIELDS * 10) {
-			p += put_row(p, type, f, nf);
+			memcpy(p, r.record, r.record_len);
+			p += r.record_len;
 			continue;
 		}
-		uint8_t row[2 + ALLOC_FIELDS * 10]; /* near the end: it may not fit */
-		size_t rn = put_row(row, type, f, nf);
 		if (rn > (size_t)(end - p))
 			return -1;
-		memcpy(p, row, rn);
+		if (at == row)
+			memcpy(p, row, rn);
 		p += rn;
 	}
-	for (int i = 0; i < WSP_COL_COUNT; i++)
-		if (col[i].bad || col[i].p != col[i].end)
-			return -1;
-	return p == end ? 0 : -1;
+	return got == 0 && p == end ? 0 : -1;
 }

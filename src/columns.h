@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format.h" /* struct wsp_cursor */
+
 /* Chunk header flag: the chunk's raw bytes are in the column layout. */
 #define WSP_CHUNK_COLUMNS 1u
 
@@ -96,6 +98,32 @@ bool wsp_columns_encode(struct wsp_columns *ws, const uint8_t *in, size_t n, uin
 /* The header that precedes the columns: the rows' size, the column
  * count and each column's length. @return its length. */
 size_t wsp_columns_header(uint8_t *out, size_t rows, const size_t len[WSP_COL_COUNT]);
+
+/* One record of a column-layout chunk: a verbatim record as written, or
+ * an ALLOC or FREE given by its fields, its address whole (daddr: the
+ * row format's delta for it). */
+struct wsp_col_record {
+	uint64_t type;
+	bool compact;
+	const uint8_t *record, *payload; /* verbatim: the whole record, its payload */
+	size_t record_len, len;
+	uint64_t dseq, dtime, kind, op, addr, daddr, size, stack; /* compact */
+};
+
+/* A reading position in a column-layout chunk. */
+struct wsp_col_iter {
+	struct wsp_columns *ws;
+	struct wsp_cursor col[WSP_COL_COUNT];
+};
+
+/* Start reading the chunk in[0..n) (which must outlive the reading) with
+ * the decoder state ws. @return the size its records take in rows, or
+ * SIZE_MAX if its header is malformed. */
+size_t wsp_columns_begin(struct wsp_col_iter *it, struct wsp_columns *ws, const uint8_t *in, size_t n);
+
+/* The next record. @return 1, 0 at the end of the chunk (every column
+ * read exactly), -1 if the chunk is malformed. */
+int wsp_columns_next(struct wsp_col_iter *it, struct wsp_col_record *r);
 
 /* The rows' size a column-layout chunk declares, or SIZE_MAX if its
  * header is malformed. */

@@ -131,10 +131,11 @@ struct frame {
 	int result;
 	const uint8_t *records;
 	size_t len;
+	bool columns;               /* records in the column layout */
 	uint64_t bytes_read, footer_end, footer_chunks, footer_events;
 	bool footer_seen;
-	uint8_t *zbuf, *raw, *rows; /* compressed, decompressed and, for the column layout, rows */
-	size_t zcap, rawcap, rowscap;
+	uint8_t *zbuf, *raw;        /* compressed, decompressed */
+	size_t zcap, rawcap;
 };
 
 struct wsprof_trace {
@@ -146,13 +147,15 @@ struct wsprof_trace {
 
 	/* The unpacking side: the unpacking thread's, or the caller's without one. */
 	ZSTD_DCtx *dctx;
-	struct wsp_columns *columns; /* a column-layout chunk's decoder state */
 	uint64_t bytes_read, chunks_read;
 	struct frame frames[NFRAMES];
 
 	/* The decoding side: the decoding thread's, or the caller's without one. */
 	struct frame *decoding;   /* frames[fhead], whose chunk is being decoded */
-	struct wsp_cursor chunk;  /* undecoded rest of the current chunk */
+	struct wsp_cursor chunk;  /* undecoded rest of the current chunk, in rows */
+	struct wsp_col_iter iter; /* or in the column layout */
+	struct wsp_columns *columns; /* the column layout's decoder state */
+	bool in_columns;
 	struct segment seg;       /* delta state of its open segment */
 	bool in_chunk;
 	bool done;                /* the end is marked in a batch */
@@ -488,7 +491,7 @@ static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 	return 0;
 }
 
-static struct pending *pending_push(wsprof_trace *t, struct segment *s, struct wsp_cursor *r)
+static struct pending *pending_push(wsprof_trace *t, struct segment *s, uint64_t dseq, uint64_t dtime)
 {
 	if (wsp_grow(&t->pend, &t->pendcap, t->npend + 1, sizeof *t->pend))
 		return NULL;
@@ -500,8 +503,8 @@ static struct pending *pending_push(wsprof_trace *t, struct segment *s, struct w
 	}
 	t->runs[t->nruns - 1].end++;
 	t->nlive++;
-	s->seq += wsp_get_field(r);
-	s->time += wsp_get_field(r);
+	s->seq += dseq;
+	s->time += dtime;
 	if (s->time > t->w.last_time)
 		t->w.last_time = s->time;
 	struct pending *p = &t->pend[t->npend++];
@@ -617,7 +620,8 @@ static int put_path(struct pending *p, const uint8_t *s, size_t n)
 
 static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struct wsp_cursor *r)
 {
-	struct pending *p = pending_push(t, s, r);
+	uint64_t dseq = wsp_get_field(r), dtime = wsp_get_field(r);
+	struct pending *p = pending_push(t, s, dseq, dtime);
 	if (!p)
 		return -ENOMEM;
 	int err = 0;
@@ -727,6 +731,51 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 	return 0;
 }
 
+/* An ALLOC or FREE of the column layout, its fields decoded already. */
+static int decode_compact(wsprof_trace *t, struct segment *s, const struct wsp_col_record *cr)
+{
+	if (cr->kind >= WSPROF_KIND_COUNT)
+		return WSPROF_E_CORRUPT;
+	struct pending *p = pending_push(t, s, cr->dseq, cr->dtime);
+	if (!p)
+		return -ENOMEM;
+	p->type = cr->type == WSP_REC_ALLOC ? WSPROF_EV_ALLOC : WSPROF_EV_FREE;
+	p->kind = (uint8_t)cr->kind;
+	p->op = (unsigned)cr->op;
+	p->addr = s->addr = cr->addr; /* the row format's deltas go on from it */
+	p->size = cr->size;
+	p->stack = cr->stack;
+	t->w.events++;
+	return tid_note(t, s->tid);
+}
+
+/* The next record of the chunk being decoded: 1 with its type and a
+ * cursor over its payload (for an ALLOC or FREE of the column layout,
+ * cr->compact and its fields instead), 0 at the chunk's end, or damage. */
+static int next_record(wsprof_trace *t, uint64_t *type, struct wsp_cursor *r, struct wsp_col_record *cr)
+{
+	if (t->in_columns) {
+		int got = wsp_columns_next(&t->iter, cr);
+		if (got <= 0)
+			return got < 0 ? WSPROF_E_CORRUPT : 0;
+		*type = cr->type;
+		*r = cr->compact ? (struct wsp_cursor){ NULL, NULL, false }
+				 : (struct wsp_cursor){ cr->payload, cr->payload + cr->len, false };
+		return 1;
+	}
+	struct wsp_cursor *c = &t->chunk;
+	if (c->p >= c->end)
+		return 0;
+	*type = wsp_get_varint(c);
+	uint64_t rlen = wsp_get_varint(c);
+	if (c->bad || rlen > (uint64_t)(c->end - c->p))
+		return WSPROF_E_CORRUPT;
+	*r = (struct wsp_cursor){ c->p, c->p + rlen, false };
+	c->p += rlen;
+	cr->compact = false;
+	return 1;
+}
+
 /* Drop emptied runs and, once holes are most of the list, close them up:
  * each event is moved at most a constant number of times on average. */
 static void pending_compact(wsprof_trace *t)
@@ -833,14 +882,17 @@ static size_t release_emit(wsprof_trace *t, struct pending *out, size_t room)
  * nodes (2): only the events between two SYNCs are ever held. */
 static int decode_some(wsprof_trace *t)
 {
-	struct wsp_cursor *c = &t->chunk;
 	struct segment *seg = &t->seg;
-	while (c->p < c->end) {
-		uint64_t type = wsp_get_varint(c), rlen = wsp_get_varint(c);
-		if (c->bad || rlen > (uint64_t)(c->end - c->p))
-			return WSPROF_E_CORRUPT;
-		struct wsp_cursor r = { c->p, c->p + rlen, false };
-		c->p += rlen;
+	for (;;) {
+		uint64_t type;
+		struct wsp_cursor r;
+		struct wsp_col_record cr;
+		int got = next_record(t, &type, &r, &cr);
+		if (got <= 0) {
+			if (got < 0)
+				return got;
+			break;
+		}
 		int err = 0;
 		switch (type) {
 		case WSP_REC_SEGMENT:
@@ -869,7 +921,7 @@ static int decode_some(wsprof_trace *t)
 		case WSP_REC_ANNOTATE: case WSP_REC_ACCESS: case WSP_REC_RSS:
 			if (!seg->open)
 				return WSPROF_E_CORRUPT;
-			err = decode_event(t, seg, type, &r);
+			err = cr.compact ? decode_compact(t, seg, &cr) : decode_event(t, seg, type, &r);
 			if (type == WSP_REC_EXEC)
 				t->w.exec_seen = true;
 			break;
@@ -917,27 +969,9 @@ static int read_footer(wsprof_trace *t, struct frame *fr, uint32_t size, const u
 	return 0;
 }
 
-/* A chunk in the column layout (format 2.0): its records from its n raw
- * bytes, into fr->rows. */
-static int chunk_rows(wsprof_trace *t, struct frame *fr, size_t n)
-{
-	size_t rows = wsp_columns_rows_size(fr->raw, n);
-	if (rows > WSP_CHUNK_RAW_MAX)
-		return WSPROF_E_CORRUPT;
-	if (!t->columns && !(t->columns = malloc(sizeof *t->columns)))
-		return -ENOMEM;
-	if (wsp_grow(&fr->rows, &fr->rowscap, rows + 1, 1))
-		return -ENOMEM;
-	if (wsp_columns_decode(t->columns, fr->raw, n, fr->rows, rows))
-		return WSPROF_E_CORRUPT;
-	fr->records = fr->rows;
-	fr->len = rows;
-	return 0;
-}
-
 /* The records of the chunk whose header h was read: its compressed bytes
- * read, decompressed and, in the column layout, turned back into rows.
- * Everything a chunk's bytes go through on their way to records is here.
+ * read and decompressed, in rows or in the column layout (which the
+ * decoding side reads as it is: src/columns.h).
  * @return 0 with fr->records and fr->len set, or an error. */
 static int unpack_chunk(wsprof_trace *t, struct frame *fr, const uint8_t *h)
 {
@@ -952,7 +986,8 @@ static int unpack_chunk(wsprof_trace *t, struct frame *fr, const uint8_t *h)
 		return WSPROF_E_CORRUPT;
 	fr->records = fr->raw;
 	fr->len = n;
-	return flags & WSP_CHUNK_COLUMNS ? chunk_rows(t, fr, n) : 0;
+	fr->columns = flags & WSP_CHUNK_COLUMNS;
+	return 0;
 }
 
 /* Read and decompress the next chunk into fr. @return 1 if one was read,
@@ -1063,6 +1098,13 @@ static int take_frame(wsprof_trace *t)
 	/* The recorder writes nothing after an EXEC's chunk unless exec failed. */
 	t->w.exec_seen = false;
 	t->chunk = (struct wsp_cursor){ fr->records, fr->records + fr->len, false };
+	t->in_columns = fr->columns;
+	if (fr->columns) {
+		if (!t->columns && !(t->columns = malloc(sizeof *t->columns)))
+			return -ENOMEM;
+		if (wsp_columns_begin(&t->iter, t->columns, fr->records, fr->len) > WSP_CHUNK_RAW_MAX)
+			return WSPROF_E_CORRUPT;
+	}
 	memset(&t->seg, 0, sizeof t->seg);
 	t->in_chunk = true;
 	return 1;
@@ -1484,7 +1526,6 @@ void wsprof_trace_close(wsprof_trace *t)
 	for (size_t i = 0; i < NFRAMES; i++) {
 		free(t->frames[i].zbuf);
 		free(t->frames[i].raw);
-		free(t->frames[i].rows);
 	}
 	free(t->columns);
 	free(t->exe);
