@@ -1235,6 +1235,11 @@ static void start(wsprof_trace *t)
 	t->unpacking = pthread_create(&t->unpacker, NULL, unpacker_main, t) == 0;
 	t->threaded = pthread_create(&t->thread, NULL, worker_main, t) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* Named, for top and perf: which one a profile's time is on. */
+	if (t->unpacking)
+		pthread_setname_np(t->unpacker, "wsprof-unpack");
+	if (t->threaded)
+		pthread_setname_np(t->thread, "wsprof-decode");
 }
 
 /* Ask the reading threads to end and wait for them. */
