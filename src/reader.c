@@ -16,8 +16,9 @@
  * have (strings, regions, a module, a CUDA stream) hangs off it.
  *
  * A regular file is read ahead of the caller on two threads of their
- * own: one reads and unpacks chunks (zstd, the column layout), a chunk
- * ahead at most; the other decodes and merges them, and hands the events
+ * own: one reads and decompresses chunks, a chunk ahead at most; the
+ * other decodes them (a chunk in the column layout straight from its
+ * columns, src/columns.h) and merges them, and hands the events
  * over in batches, NBATCH at most in flight. A batch also carries the
  * stack nodes defined before its events and, at each release, a mark of
  * how far reading had got: the caller's stack table, status and position
