@@ -201,23 +201,16 @@ static void event(struct gen *g, unsigned tid, unsigned type, uint64_t addr, uin
 	g->written++;
 }
 
-/* The chunk's records in the column layout, in g->cols. @return its length. */
-static size_t columns(struct gen *g)
+/* The chunk's records in the column layout, in g->cols. @return where
+ * they start, *n their length. */
+static const uint8_t *columns(struct gen *g, size_t *n)
 {
-	size_t cap = g->raw.len + 64, len[WSP_COL_COUNT];
-	g->cols.len = 0;
-	reserve(&g->cols, WSP_COL_HEADER_MAX + WSP_COL_COUNT * cap);
-	uint8_t *col[WSP_COL_COUNT];
-	for (int i = 0; i < WSP_COL_COUNT; i++)
-		col[i] = g->cols.p + WSP_COL_HEADER_MAX + (size_t)i * cap;
-	if (!wsp_columns_encode(g->columns, g->raw.p, g->raw.len, col, cap, len))
+	size_t cap = g->raw.len + 64;
+	reserve(&g->cols, WSP_COL_AREA(cap));
+	const uint8_t *start = wsp_columns_pack(g->columns, g->raw.p, g->raw.len, g->cols.p, cap, n);
+	if (!start)
 		die("a chunk does not fit its columns", NULL);
-	uint8_t *p = g->cols.p + wsp_columns_header(g->cols.p, g->raw.len, len);
-	for (int i = 0; i < WSP_COL_COUNT; i++) {
-		memmove(p, col[i], len[i]);
-		p += len[i];
-	}
-	return (size_t)(p - g->cols.p);
+	return start;
 }
 
 /* Close the segments with a SYNC and write them as one chunk. */
@@ -234,11 +227,12 @@ static void chunk(struct gen *g)
 	record(&g->raw, WSP_REC_SYNC, (const uint64_t[]){ g->seq, g->time }, 2);
 	if (g->raw.len > WSP_CHUNK_RAW_MAX)
 		die("a chunk is over the format's 64 MiB", NULL);
-	size_t n = columns(g);
+	size_t n;
+	const uint8_t *cols = columns(g, &n);
 	size_t bound = ZSTD_compressBound(n);
 	g->z.len = 0;
 	reserve(&g->z, WSP_CHUNK_HEADER + bound);
-	size_t zlen = ZSTD_compress2(g->cctx, g->z.p + WSP_CHUNK_HEADER, bound, g->cols.p, n);
+	size_t zlen = ZSTD_compress2(g->cctx, g->z.p + WSP_CHUNK_HEADER, bound, cols, n);
 	if (ZSTD_isError(zlen))
 		die("zstd", ZSTD_getErrorName(zlen));
 	uint8_t *h = g->z.p;

@@ -47,12 +47,10 @@ static uint8_t *stage, *zout;
 static size_t stage_len, zout_cap;
 static ZSTD_CCtx *cctx;
 
-/* The column layout (src/columns.h): its state, and one area holding a
- * header's room and then each column's, STAGE_CAP apiece; only the pages
- * the columns reach are ever touched. */
+/* The column layout (src/columns.h): its state, and the area it is built
+ * in (only the pages the columns reach are ever touched). */
 static struct wsp_columns *columns;
 static uint8_t *column_area;
-#define COLUMN_AREA (WSP_COL_HEADER_MAX + (size_t)WSP_COL_COUNT * STAGE_CAP)
 
 /* A fatal signal's handler asks the writer thread to finish the trace
  * (it may not take locks itself) and waits for it: 1 asked, 2 done. */
@@ -118,7 +116,7 @@ static bool compress_setup(void)
 	zout_cap = ZSTD_compressBound(STAGE_CAP);
 	zout = wsp_pages_alloc(zout_cap);
 	columns = wsp_pages_alloc(sizeof *columns);
-	column_area = columns ? wsp_pages_alloc(COLUMN_AREA) : NULL;
+	column_area = columns ? wsp_pages_alloc(WSP_COL_AREA(STAGE_CAP)) : NULL;
 	cctx = mem ? ZSTD_initStaticCCtx(mem, ws) : NULL;
 	if (!cctx || !stage || !zout)
 		return false;
@@ -132,24 +130,8 @@ static bool compress_setup(void)
  * written in rows, which a reader takes as well). */
 static const uint8_t *stage_columns(size_t *n)
 {
-	if (!column_area)
-		return NULL;
-	uint8_t *col[WSP_COL_COUNT];
-	size_t len[WSP_COL_COUNT];
-	for (int i = 0; i < WSP_COL_COUNT; i++)
-		col[i] = column_area + WSP_COL_HEADER_MAX + (size_t)i * STAGE_CAP;
-	if (!wsp_columns_encode(columns, stage, stage_len, col, STAGE_CAP, len))
-		return NULL;
-	uint8_t header[WSP_COL_HEADER_MAX];
-	size_t h = wsp_columns_header(header, stage_len, len);
-	uint8_t *start = column_area + WSP_COL_HEADER_MAX - h, *p = column_area + WSP_COL_HEADER_MAX;
-	memcpy(start, header, h);
-	for (int i = 0; i < WSP_COL_COUNT; i++) {
-		memmove(p, col[i], len[i]); /* down, behind the column before */
-		p += len[i];
-	}
-	*n = (size_t)(p - start);
-	return *n <= STAGE_CAP ? start : NULL; /* zout holds a compressed STAGE_CAP */
+	const uint8_t *start = column_area ? wsp_columns_pack(columns, stage, stage_len, column_area, STAGE_CAP, n) : NULL;
+	return start && *n <= STAGE_CAP ? start : NULL; /* zout holds a compressed STAGE_CAP */
 }
 
 /* Compress the staging area into one chunk. */

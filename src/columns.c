@@ -227,6 +227,16 @@ static bool canonical(const uint8_t *rec, const uint8_t *end, uint64_t *f, int n
 	return p == end;
 }
 
+/* What ALLOC and FREE both put: what they are, then dseq, dtime, kind, op. */
+static void put_common(struct col_writer *w, uint64_t what, const uint64_t *f)
+{
+	put(w, WSP_COL_TYPE, what);
+	put(w, WSP_COL_SEQ, f[0]);
+	put(w, WSP_COL_TIME, f[1]);
+	put(w, WSP_COL_KIND, f[2]);
+	put(w, WSP_COL_KIND, f[3]);
+}
+
 /* @return false if the allocation must stay verbatim. */
 static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uint64_t *f)
 {
@@ -252,11 +262,7 @@ static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uin
 	ws->row_addr = addr;
 	known->alloc = ws->nalloc;
 	push_alloc(ws, addr, f[5]);
-	put(w, WSP_COL_TYPE, 1);
-	put(w, WSP_COL_SEQ, f[0]);
-	put(w, WSP_COL_TIME, f[1]);
-	put(w, WSP_COL_KIND, f[2]);
-	put(w, WSP_COL_KIND, f[3]);
+	put_common(w, 1, f);
 	put(w, WSP_COL_ALLOC, code);
 	put(w, WSP_COL_SIZE, f[5]);
 	put(w, WSP_COL_STACK, f[6]);
@@ -281,17 +287,15 @@ static bool encode_free(struct wsp_columns *ws, struct col_writer *w, const uint
 	ws->row_addr = addr;
 	known->free = ws->nfree;
 	push_free(ws, addr, cls);
-	put(w, WSP_COL_TYPE, 2);
-	put(w, WSP_COL_SEQ, f[0]);
-	put(w, WSP_COL_TIME, f[1]);
-	put(w, WSP_COL_KIND, f[2]);
-	put(w, WSP_COL_KIND, f[3]);
+	put_common(w, 2, f);
 	put(w, WSP_COL_FREE, code);
 	return true;
 }
 
-bool wsp_columns_encode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *const col[WSP_COL_COUNT],
-			size_t cap, size_t len[WSP_COL_COUNT])
+/* Split the records in[0..n) into columns: col[i] gets len[i] bytes, each
+ * at most cap. @return false if a column would pass cap. */
+static bool encode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *const col[WSP_COL_COUNT], size_t cap,
+		   size_t len[WSP_COL_COUNT])
 {
 	struct col_writer w = { col, len, cap, false };
 	memset(len, 0, WSP_COL_COUNT * sizeof *len);
@@ -317,13 +321,27 @@ bool wsp_columns_encode(struct wsp_columns *ws, const uint8_t *in, size_t n, uin
 	return !w.full;
 }
 
-size_t wsp_columns_header(uint8_t *out, size_t rows, const size_t len[WSP_COL_COUNT])
+const uint8_t *wsp_columns_pack(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *area, size_t cap,
+			       size_t *len)
 {
-	uint8_t *p = wsp_put_varint(out, rows);
-	p = wsp_put_varint(p, WSP_COL_COUNT);
+	uint8_t *col[WSP_COL_COUNT];
+	size_t clen[WSP_COL_COUNT];
 	for (int i = 0; i < WSP_COL_COUNT; i++)
-		p = wsp_put_varint(p, len[i]);
-	return (size_t)(p - out);
+		col[i] = area + WSP_COL_HEADER_MAX + (size_t)i * cap;
+	if (!encode(ws, in, n, col, cap, clen))
+		return NULL;
+	uint8_t header[WSP_COL_HEADER_MAX], *h = wsp_put_varint(header, n);
+	h = wsp_put_varint(h, WSP_COL_COUNT);
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		h = wsp_put_varint(h, clen[i]);
+	uint8_t *start = area + WSP_COL_HEADER_MAX - (h - header), *p = area + WSP_COL_HEADER_MAX;
+	memcpy(start, header, (size_t)(h - header));
+	for (int i = 0; i < WSP_COL_COUNT; i++) {
+		memmove(p, col[i], clen[i]); /* down, behind the column before */
+		p += clen[i];
+	}
+	*len = (size_t)(p - start);
+	return start;
 }
 
 /* ---- decoder ------------------------------------------------------------ */
@@ -354,12 +372,6 @@ size_t wsp_columns_begin(struct wsp_col_iter *it, struct wsp_columns *ws, const 
 	it->ws = ws;
 	segment_reset(ws);
 	return columns_open(in, n, it->col);
-}
-
-size_t wsp_columns_rows_size(const uint8_t *in, size_t n)
-{
-	struct wsp_cursor col[WSP_COL_COUNT];
-	return columns_open(in, n, col);
 }
 
 /* An allocation's address from its code. @return false if malformed. */
@@ -458,7 +470,6 @@ int wsp_columns_next(struct wsp_col_iter *it, struct wsp_col_record *r)
 			return -1;
 		push_free(ws, r->addr, cls);
 	}
-	r->daddr = wsp_zigzag((int64_t)(r->addr - ws->row_addr));
 	ws->row_addr = r->addr;
 	return 1;
 }
@@ -472,11 +483,12 @@ int wsp_columns_decode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint
 	uint8_t *p = out, *end = out + rows;
 	struct wsp_col_record r;
 	int got;
-	while ((got = wsp_columns_next(&it, &r)) == 1) {
+	for (uint64_t from = ws->row_addr; (got = wsp_columns_next(&it, &r)) == 1; from = ws->row_addr) {
 		uint8_t row[2 + ALLOC_FIELDS * 10], *at = end - p >= (ptrdiff_t)sizeof row ? p : row;
 		size_t rn;
 		if (r.compact) {
-			uint64_t f[ALLOC_FIELDS] = { r.dseq, r.dtime, r.kind, r.op, r.daddr, r.size, r.stack };
+			uint64_t daddr = wsp_zigzag((int64_t)(r.addr - from)); /* the row format's delta */
+			uint64_t f[ALLOC_FIELDS] = { r.dseq, r.dtime, r.kind, r.op, daddr, r.size, r.stack };
 			rn = put_row(at, r.type, f, r.type == WSP_REC_ALLOC ? ALLOC_FIELDS : FREE_FIELDS);
 		} else {
 			if (r.record_len > (size_t)(end - p))

@@ -86,28 +86,28 @@ struct wsp_columns {
 	struct wsp_col_slot hints[1u << WSP_COL_BUCKET_BITS][4];
 };
 
-/* Largest header wsp_columns_encode's caller writes before the columns. */
+/* The header before the columns: the rows' size, the column count and
+ * each column's length, 10 bytes each at most. */
 #define WSP_COL_HEADER_MAX ((WSP_COL_COUNT + 2) * 10)
 
-/* Split the records in[0..n) into columns: col[i] gets len[i] bytes, each
- * at most cap. @return false if a column would pass cap (the chunk is then
- * written in rows). */
-bool wsp_columns_encode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *const col[WSP_COL_COUNT],
-			size_t cap, size_t len[WSP_COL_COUNT]);
+/* The bytes wsp_columns_pack's area needs for columns of cap bytes. */
+#define WSP_COL_AREA(cap) (WSP_COL_HEADER_MAX + (size_t)WSP_COL_COUNT * (cap))
 
-/* The header that precedes the columns: the rows' size, the column
- * count and each column's length. @return its length. */
-size_t wsp_columns_header(uint8_t *out, size_t rows, const size_t len[WSP_COL_COUNT]);
+/* The records in[0..n) in the column layout, built in area (of
+ * WSP_COL_AREA(cap) bytes; only what the columns reach is touched).
+ * @return where the chunk starts in area, *len its length; NULL if a
+ * column would pass cap bytes (the chunk is then written in rows). */
+const uint8_t *wsp_columns_pack(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *area, size_t cap,
+				size_t *len);
 
 /* One record of a column-layout chunk: a verbatim record as written, or
- * an ALLOC or FREE given by its fields, its address whole (daddr: the
- * row format's delta for it). */
+ * an ALLOC or FREE given by its fields, its address whole. */
 struct wsp_col_record {
 	uint64_t type;
 	bool compact;
 	const uint8_t *record, *payload; /* verbatim: the whole record, its payload */
 	size_t record_len, len;
-	uint64_t dseq, dtime, kind, op, addr, daddr, size, stack; /* compact */
+	uint64_t dseq, dtime, kind, op, addr, size, stack; /* compact */
 };
 
 /* A reading position in a column-layout chunk. */
@@ -125,12 +125,8 @@ size_t wsp_columns_begin(struct wsp_col_iter *it, struct wsp_columns *ws, const 
  * read exactly), -1 if the chunk is malformed. */
 int wsp_columns_next(struct wsp_col_iter *it, struct wsp_col_record *r);
 
-/* The rows' size a column-layout chunk declares, or SIZE_MAX if its
- * header is malformed. */
-size_t wsp_columns_rows_size(const uint8_t *in, size_t n);
-
-/* Turn a column-layout chunk back into its records: out gets exactly
- * wsp_columns_rows_size() bytes (cap at least that).
+/* Turn a column-layout chunk back into its records: out gets exactly the
+ * rows' size wsp_columns_begin() returns (cap at least that).
  * @return 0, or -1 if the chunk is malformed. */
 int wsp_columns_decode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *out, size_t cap);
 

@@ -58,37 +58,36 @@ static void release(struct rows *r, uint64_t a)
 	rec(r, WSP_REC_FREE, (uint64_t[]){ 1, 0, WSPROF_KIND_HEAP, WSPROF_OP_FREE, d }, 5);
 }
 
+/* A packed chunk, and its columns as the decoder finds them. */
 struct encoded {
-	uint8_t *col[WSP_COL_COUNT];
-	size_t len[WSP_COL_COUNT];
-	uint8_t *chunk;
+	uint8_t *area;
+	const uint8_t *chunk;
 	size_t n;
+	const uint8_t *col[WSP_COL_COUNT];
+	size_t len[WSP_COL_COUNT];
 };
 
 static void encode(const struct rows *r, struct encoded *e)
 {
-	for (int i = 0; i < WSP_COL_COUNT; i++)
-		e->col[i] = malloc(CAP);
-	cr_assert(wsp_columns_encode(&enc, r->p, r->len, e->col, CAP, e->len));
-	e->chunk = malloc(WSP_COL_HEADER_MAX + WSP_COL_COUNT * (size_t)CAP);
-	e->n = wsp_columns_header(e->chunk, r->len, e->len);
+	e->area = malloc(WSP_COL_AREA(CAP));
+	e->chunk = wsp_columns_pack(&enc, r->p, r->len, e->area, CAP, &e->n);
+	cr_assert_not_null(e->chunk);
+	struct wsp_col_iter it;
+	cr_assert_eq(wsp_columns_begin(&it, &dec, e->chunk, e->n), r->len, "the header gives the rows' size");
 	for (int i = 0; i < WSP_COL_COUNT; i++) {
-		memcpy(e->chunk + e->n, e->col[i], e->len[i]);
-		e->n += e->len[i];
+		e->col[i] = it.col[i].p;
+		e->len[i] = (size_t)(it.col[i].end - it.col[i].p);
 	}
 }
 
 static void encoded_free(struct encoded *e)
 {
-	for (int i = 0; i < WSP_COL_COUNT; i++)
-		free(e->col[i]);
-	free(e->chunk);
+	free(e->area);
 }
 
 static void expect_round_trip(const struct rows *r, struct encoded *e)
 {
 	encode(r, e);
-	cr_assert_eq(wsp_columns_rows_size(e->chunk, e->n), r->len);
 	uint8_t *back = malloc(r->len + 1);
 	cr_assert_eq(wsp_columns_decode(&dec, e->chunk, e->n, back, r->len), 0);
 	cr_expect_eq(memcmp(back, r->p, r->len), 0, "the records come back byte for byte");
@@ -228,13 +227,10 @@ Test(columns, too_small_a_column_is_refused)
 	segment(&r, 1);
 	for (int i = 0; i < 100; i++)
 		alloc(&r, 0x1000u * (uint64_t)i, 10, 1);
-	uint8_t *col[WSP_COL_COUNT];
-	size_t len[WSP_COL_COUNT];
-	for (int i = 0; i < WSP_COL_COUNT; i++)
-		col[i] = malloc(64);
-	cr_expect_not(wsp_columns_encode(&enc, r.p, r.len, col, 64, len));
-	for (int i = 0; i < WSP_COL_COUNT; i++)
-		free(col[i]);
+	uint8_t *area = malloc(WSP_COL_AREA(64));
+	size_t n;
+	cr_expect_null(wsp_columns_pack(&enc, r.p, r.len, area, 64, &n));
+	free(area);
 	free(r.p);
 }
 
@@ -262,10 +258,12 @@ Test(columns, malformed_chunks_are_refused_safely)
 		free(copy);
 	}
 	cr_expect_gt(refused, 0);
-	uint8_t lie[WSP_COL_HEADER_MAX];
-	size_t huge[WSP_COL_COUNT] = { SIZE_MAX / 4 };
-	size_t h = wsp_columns_header(lie, 100, huge);
-	cr_expect_eq(wsp_columns_rows_size(lie, h), SIZE_MAX);
+	uint8_t lie[WSP_COL_HEADER_MAX], *h = wsp_put_varint(lie, 100);
+	h = wsp_put_varint(h, WSP_COL_COUNT);
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		h = wsp_put_varint(h, i ? 0 : SIZE_MAX / 4);
+	struct wsp_col_iter it;
+	cr_expect_eq(wsp_columns_begin(&it, &dec, lie, (size_t)(h - lie)), SIZE_MAX, "a column longer than the chunk");
 	cr_expect_eq(wsp_columns_decode(&dec, e.chunk, e.n, out, r.len - 1), -1, "the rows do not fit");
 	free(out);
 	encoded_free(&e);
