@@ -816,11 +816,11 @@ static size_t vm_size_bytes(void)
 	return kb * 1024;
 }
 
-/* Each id is within a fixed distance of the last table size, but ids that
- * double record after record still describe a table of 2^40 nodes when a
- * handful exist. The reader must call that corrupt before memory runs out
- * (the address space is capped so a giant allocation fails fast). */
-Test(reader_stacks, ids_doubling_record_after_record_are_corrupt_not_a_giant_table)
+/* A good chunk of four events, then one whose STACK records (written by
+ * define_stacks) a reader must call corrupt before memory runs out (the
+ * address space is capped so a giant allocation fails fast), ending with
+ * an allocation whose stack is `stack`. */
+static void expect_stack_ids_refused(void (*define_stacks)(struct trace_builder *), uint64_t stack)
 {
 	struct trace_builder b;
 	tb_init(&b);
@@ -831,9 +831,8 @@ Test(reader_stacks, ids_doubling_record_after_record_are_corrupt_not_a_giant_tab
 	tb_sync(&b, 5, 5);
 	tb_chunk(&b);
 	tb_segment(&b, 1, 4, 4);
-	for (int shift = 20; shift <= 40; shift++)
-		tb_stack(&b, (uint64_t)1 << shift, 0, 0x400000 + (uint64_t)shift);
-	tb_ev_alloc(&b, 5, 5, 0, 0, 0x5000, 8, 0);
+	define_stacks(&b);
+	tb_ev_alloc(&b, 5, 5, 0, 0, 0x5000, 8, stack);
 	tb_sync(&b, 6, 6);
 	tb_chunk(&b);
 	tb_footer(&b, 6);
@@ -860,47 +859,33 @@ Test(reader_stacks, ids_doubling_record_after_record_are_corrupt_not_a_giant_tab
 	tb_fini(&b);
 }
 
+static void ids_doubling(struct trace_builder *b)
+{
+	for (int shift = 20; shift <= 40; shift++)
+		tb_stack(b, (uint64_t)1 << shift, 0, 0x400000 + (uint64_t)shift);
+}
+
+/* Each id is within a fixed distance of the last table size, but ids that
+ * double record after record still describe a table of 2^40 nodes when a
+ * handful exist. The reader must call that corrupt before memory runs out
+ * (the address space is capped so a giant allocation fails fast). */
+Test(reader_stacks, ids_doubling_record_after_record_are_corrupt_not_a_giant_table)
+{
+	expect_stack_ids_refused(ids_doubling, 0);
+}
+
+static void ids_stepping_a_million(struct trace_builder *b)
+{
+	for (uint64_t step = 1; step <= 400; step++)
+		tb_stack(b, step << 20, 0, 0x400000 + step);
+}
+
 /* Each id a million past the last was within reach of the highest id so
  * far, so a few hundred bytes of STACK records asked for gigabytes (3 GB
  * from 322 bytes); the count of ids defined bounds the table now. */
 Test(reader_stacks, ids_stepping_a_million_record_after_record_are_corrupt_not_a_giant_table)
 {
-	struct trace_builder b;
-	tb_init(&b);
-	tb_header(&b, NULL);
-	tb_segment(&b, 1, 0, 0);
-	for (uint64_t s = 1; s <= 4; s++)
-		tb_ev_alloc(&b, s, s, 0, 0, 0x1000 * s, 8, 0);
-	tb_sync(&b, 5, 5);
-	tb_chunk(&b);
-	tb_segment(&b, 1, 4, 4);
-	for (uint64_t step = 1; step <= 400; step++)
-		tb_stack(&b, step << 20, 0, 0x400000 + step);
-	tb_ev_alloc(&b, 5, 5, 0, 0, 0x5000, 8, 400ull << 20);
-	tb_sync(&b, 6, 6);
-	tb_chunk(&b);
-	tb_footer(&b, 6);
-	char *path = tb_save_temp(&b);
-	cr_assert_not_null(path);
-
-	size_t cap = vm_size_bytes() + (256u << 20);
-	struct rlimit rl = { cap, cap };
-	cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);
-	wsprof_trace *t;
-	int err = wsprof_trace_open(path, &t);
-	unlink(path);
-	free(path);
-	cr_assert_eq(err, 0, "open: %s", wsprof_strerror(err));
-	wsprof_event ev;
-	size_t n = 0;
-	int r;
-	while ((r = wsprof_trace_next(t, &ev)) > 0)
-		n++;
-	cr_expect_eq(r, 0, "reading ended with %d (%s), not with a corrupt trace", r, wsprof_strerror(r));
-	cr_expect_eq(n, 4, "the events of the good chunk");
-	cr_expect_eq(status_of(t).error, WSPROF_E_CORRUPT);
-	wsprof_trace_close(t);
-	tb_fini(&b);
+	expect_stack_ids_refused(ids_stepping_a_million, 400ull << 20);
 }
 
 /* ---- modules -------------------------------------------------------- */
