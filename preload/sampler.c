@@ -932,7 +932,6 @@ static void *sampler_main(void *arg)
 {
 	(void)arg;
 	wsp_tls.guard = 1; /* nothing this thread does is the program's */
-	wsp_block_signals();
 	dl_iterate_phdr(find_image, NULL);
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
@@ -993,7 +992,7 @@ void wsp_sampler_start(void)
 		if (!stack)
 			break;
 		pthread_attr_setstack(&attr, stack, stack_len);
-		err = pthread_create(&th, &attr, sampler_main, NULL);
+		err = wsp_thread_create(&th, &attr, sampler_main);
 	}
 	pthread_attr_destroy(&attr);
 	if (err) {

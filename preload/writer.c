@@ -363,7 +363,6 @@ static void *writer_main(void *arg)
 {
 	(void)arg;
 	wsp_tls.guard = 1; /* nothing this thread does is the program's */
-	wsp_block_signals();
 	struct timespec next;
 	deadline_after(&next, wsp_cfg.flush_ms);
 	for (;;) {
@@ -405,7 +404,7 @@ void wsp_writer_start_thread(void)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	atomic_store(&finish_request, 0);
-	if (pthread_create(&th, &attr, writer_main, NULL) != 0) {
+	if (wsp_thread_create(&th, &attr, writer_main) != 0) {
 		wsp_warn("cannot start the writer thread; events are written when buffers fill and at exit");
 	} else {
 		atomic_store(&writer_running, true);

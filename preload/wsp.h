@@ -366,8 +366,8 @@ void wsp_damon_forget_after_fork(void);
 /* Catch the fatal signals the program leaves at their default action, to
  * finish the trace before the default action happens. */
 void wsp_signals_install(void);
-/* For wsprof's own threads: block every signal. */
-void wsp_block_signals(void);
+/* Start one of wsprof's own threads, born with every signal blocked. */
+int wsp_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *));
 
 /* ---- sampler.c ------------------------------------------------------- */
 
