@@ -191,9 +191,9 @@ bool wsp_model_estimated(const struct wsp_model *m, unsigned kind)
 }
 
 /* x bytes of block b, as an estimate: x / p. */
-static uint64_t weigh(const struct wsp_model *m, const struct wsp_block *b, uint64_t x)
+static inline uint64_t weigh(const struct wsp_model *m, const struct wsp_block *b, uint64_t x)
 {
-	if (!wsp_model_estimated(m, b->kind))
+	if (m->sample_bytes <= 1 || !wsp_model_estimated(m, b->kind))
 		return x;
 	return (uint64_t)llround((double)x / wsp_sample_probability(m->sample_bytes, b->size));
 }
@@ -207,9 +207,9 @@ uint64_t wsp_model_block_bytes(const struct wsp_model *m, const struct wsp_block
  * with the odds that keep its expectation 1/p, so that counts stay whole
  * and unbiased. The draw comes from the block's thread and allocation
  * number: the same at its allocation and at its free. */
-static uint64_t block_count(const struct wsp_model *m, const struct wsp_block *b)
+static inline uint64_t block_count(const struct wsp_model *m, const struct wsp_block *b)
 {
-	if (!wsp_model_estimated(m, b->kind))
+	if (m->sample_bytes <= 1 || !wsp_model_estimated(m, b->kind))
 		return 1;
 	double w = 1 / wsp_sample_probability(m->sample_bytes, b->size), whole = floor(w);
 	uint64_t h = b->serial * 0x9e3779b97f4a7c15ull ^ (uint64_t)b->tid << 32;
@@ -597,10 +597,23 @@ static int heap_grow(struct wsp_model *m)
 	return 0;
 }
 
-static int heap_insert(struct wsp_model *m, const struct wsp_block *b)
+/* The slot of addr's block, or the empty slot that ends its probe run. */
+static size_t heap_probe(const struct wsp_model *m, uint64_t addr)
 {
-	if ((m->heap_used + 1) * 2 > m->heap_cap && heap_grow(m)) /* at most half full: short probe runs */
-		return -ENOMEM;
+	size_t i = hash64(addr, m->heap_cap);
+	while (m->heap_keys[i] && m->heap_keys[i] != addr)
+		i = (i + 1) & (m->heap_cap - 1);
+	return i;
+}
+
+/* Insert b at slot j, the empty end of its probe run (SIZE_MAX: find it). */
+static int heap_insert_at(struct wsp_model *m, const struct wsp_block *b, size_t j)
+{
+	if ((m->heap_used + 1) * 2 > m->heap_cap) { /* at most half full: short probe runs */
+		if (heap_grow(m))
+			return -ENOMEM;
+		j = SIZE_MAX;
+	}
 	size_t at;
 	if (m->nfree_blocks) {
 		at = m->free_blocks[--m->nfree_blocks];
@@ -613,9 +626,8 @@ static int heap_insert(struct wsp_model *m, const struct wsp_block *b)
 			return -ENOMEM;
 		at = m->nblocks++;
 	}
-	size_t j = hash64(b->addr, m->heap_cap);
-	while (m->heap_keys[j])
-		j = (j + 1) & (m->heap_cap - 1);
+	if (j == SIZE_MAX)
+		j = heap_probe(m, b->addr);
 	m->blocks[at] = *b;
 	m->heap_keys[j] = b->addr;
 	m->heap_block[j] = (uint32_t)at;
@@ -623,6 +635,11 @@ static int heap_insert(struct wsp_model *m, const struct wsp_block *b)
 	m->heap_used++;
 	struct treap *t = treap_of(m, b->addr);
 	return t ? treap_insert(t, b->addr) : 0;
+}
+
+static int heap_insert(struct wsp_model *m, const struct wsp_block *b)
+{
+	return heap_insert_at(m, b, SIZE_MAX);
 }
 
 /* Remove a found block, shifting later members of its probe run back. */
@@ -1266,12 +1283,14 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 		err = range_add(m, rs, &b);
 	} else {
 		b.addr = block_key(ev->kind, ev->op, ev->addr);
-		struct wsp_block *old = heap_find(m, b.addr);
-		if (old) { /* its free was not seen: it is gone all the same */
+		size_t j = m->heap_cap ? heap_probe(m, b.addr) : SIZE_MAX;
+		if (j != SIZE_MAX && m->heap_keys[j]) { /* its free was not seen: it is gone all the same */
+			struct wsp_block *old = &m->blocks[m->heap_block[j]];
 			lose(m, old);
 			heap_remove(m, old);
+			j = SIZE_MAX; /* the run has changed */
 		}
-		err = heap_insert(m, &b);
+		err = heap_insert_at(m, &b, j);
 	}
 	if (err)
 		return err;
