@@ -185,15 +185,21 @@ double wsp_sample_probability(uint64_t sample_bytes, uint64_t size)
 	return -expm1(-(double)(size ? size : 1) / (double)sample_bytes);
 }
 
-bool wsp_model_estimated(const struct wsp_model *m, unsigned kind)
+/* Inline: weigh and block_count ask it for every event. */
+static inline bool estimated(const struct wsp_model *m, unsigned kind)
 {
 	return m->sample_bytes > 1 && kind == WSPROF_KIND_HEAP;
+}
+
+bool wsp_model_estimated(const struct wsp_model *m, unsigned kind)
+{
+	return estimated(m, kind);
 }
 
 /* x bytes of block b, as an estimate: x / p. */
 static inline uint64_t weigh(const struct wsp_model *m, const struct wsp_block *b, uint64_t x)
 {
-	if (m->sample_bytes <= 1 || !wsp_model_estimated(m, b->kind))
+	if (!estimated(m, b->kind))
 		return x;
 	return (uint64_t)llround((double)x / wsp_sample_probability(m->sample_bytes, b->size));
 }
@@ -209,7 +215,7 @@ uint64_t wsp_model_block_bytes(const struct wsp_model *m, const struct wsp_block
  * number: the same at its allocation and at its free. */
 static inline uint64_t block_count(const struct wsp_model *m, const struct wsp_block *b)
 {
-	if (m->sample_bytes <= 1 || !wsp_model_estimated(m, b->kind))
+	if (!estimated(m, b->kind))
 		return 1;
 	double w = 1 / wsp_sample_probability(m->sample_bytes, b->size), whole = floor(w);
 	uint64_t h = b->serial * 0x9e3779b97f4a7c15ull ^ (uint64_t)b->tid << 32;
@@ -428,7 +434,7 @@ static void count_free(struct wsp_model *m, const struct wsp_block *b)
 	if (idle > s->coldest)
 		s->coldest = idle;
 	uint64_t *serial = serial_of(m, b->tid);
-	if (serial && *serial == b->serial && !wsp_model_estimated(m, b->kind))
+	if (serial && *serial == b->serial && !estimated(m, b->kind))
 		m->sites[b->site].temporary++;
 }
 
@@ -553,20 +559,24 @@ static struct treap *treap_of(struct wsp_model *m, uint64_t key)
 
 /* ---- heap blocks ------------------------------------------------------ */
 
-static struct wsp_block *heap_find(struct wsp_model *m, uint64_t addr)
+/* The slot of addr's block, or the empty slot that ends its probe run. */
+static size_t heap_probe(const struct wsp_model *m, uint64_t addr)
 {
-	if (!m->heap_cap)
-		return NULL;
-	for (size_t i = hash64(addr, m->heap_cap); m->heap_keys[i]; i = (i + 1) & (m->heap_cap - 1))
-		if (m->heap_keys[i] == addr)
-			return &m->blocks[m->heap_block[i]];
-	return NULL;
+	size_t i = hash64(addr, m->heap_cap);
+	while (m->heap_keys[i] && m->heap_keys[i] != addr)
+		i = (i + 1) & (m->heap_cap - 1);
+	return i;
 }
 
 /* The live block in slot i of the table, or NULL. */
 static struct wsp_block *heap_at(const struct wsp_model *m, size_t i)
 {
 	return m->heap_keys[i] ? &m->blocks[m->heap_block[i]] : NULL;
+}
+
+static struct wsp_block *heap_find(struct wsp_model *m, uint64_t addr)
+{
+	return m->heap_cap ? heap_at(m, heap_probe(m, addr)) : NULL;
 }
 
 static int heap_grow(struct wsp_model *m)
@@ -595,15 +605,6 @@ static int heap_grow(struct wsp_model *m)
 	m->heap_block = block;
 	m->heap_cap = cap;
 	return 0;
-}
-
-/* The slot of addr's block, or the empty slot that ends its probe run. */
-static size_t heap_probe(const struct wsp_model *m, uint64_t addr)
-{
-	size_t i = hash64(addr, m->heap_cap);
-	while (m->heap_keys[i] && m->heap_keys[i] != addr)
-		i = (i + 1) & (m->heap_cap - 1);
-	return i;
 }
 
 /* Insert b at slot j, the empty end of its probe run (SIZE_MAX: find it). */
@@ -1072,7 +1073,7 @@ struct attribution {
 static void add_to_kind(struct wsp_model *m, struct wsp_block *b, uint64_t bytes, void *arg)
 {
 	struct attribution *a = arg;
-	if (wsp_model_estimated(m, b->kind)) {
+	if (estimated(m, b->kind)) {
 		a->estimated += weigh(m, b, bytes);
 		return;
 	}
@@ -1284,8 +1285,8 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 	} else {
 		b.addr = block_key(ev->kind, ev->op, ev->addr);
 		size_t j = m->heap_cap ? heap_probe(m, b.addr) : SIZE_MAX;
-		if (j != SIZE_MAX && m->heap_keys[j]) { /* its free was not seen: it is gone all the same */
-			struct wsp_block *old = &m->blocks[m->heap_block[j]];
+		struct wsp_block *old = j != SIZE_MAX ? heap_at(m, j) : NULL;
+		if (old) { /* its free was not seen: it is gone all the same */
 			lose(m, old);
 			heap_remove(m, old);
 			j = SIZE_MAX; /* the run has changed */

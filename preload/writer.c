@@ -35,8 +35,8 @@
 /* A chunk's records, before the column layout: 1 MiB makes chunks of
  * eight thread buffers, which compress within 1% of 4 MiB ones, and
  * which a reader holds two of at a time without touching fresh pages all
- * through a trace (bench/compare.py: the summary of deep ran 6% faster,
- * in 30% less memory). */
+ * through a trace (the summary of bench/deep's trace ran 6% faster, in
+ * 30% less memory; BENCHMARKS.md, Profiles). */
 #define STAGE_CAP (1u << 20)
 #define SYNC_BYTES (8u << 20)  /* sweep at least this often, to bound a reader's window */
 #define ZSTD_LEVEL 3
