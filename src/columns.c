@@ -77,9 +77,9 @@ static bool free_live(const struct wsp_columns *ws, uint32_t ord)
 	return ord < ws->nfree && ws->nfree - ord <= WSP_COL_RING && !ws->frees[ord % WSP_COL_RING].used;
 }
 
-static void push_alloc(struct wsp_columns *ws, uint64_t addr, uint64_t size)
+static void push_alloc(struct wsp_columns *ws, uint64_t addr, uint32_t cls)
 {
-	ws->allocs[ws->nalloc % WSP_COL_RING] = (struct wsp_col_block){ addr, size_class(size), false };
+	ws->allocs[ws->nalloc % WSP_COL_RING] = (struct wsp_col_block){ addr, cls, false };
 	ws->nalloc++;
 	ws->prev_alloc = addr;
 }
@@ -261,7 +261,7 @@ static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uin
 		take_free(ws, ord, place);
 	ws->row_addr = addr;
 	known->alloc = ws->nalloc;
-	push_alloc(ws, addr, f[5]);
+	push_alloc(ws, addr, cls);
 	put_common(w, 1, f);
 	put(w, WSP_COL_ALLOC, code);
 	put(w, WSP_COL_SIZE, f[5]);
@@ -374,8 +374,9 @@ size_t wsp_columns_begin(struct wsp_col_iter *it, struct wsp_columns *ws, const 
 	return columns_open(in, n, it->col);
 }
 
-/* An allocation's address from its code. @return false if malformed. */
-static bool decode_alloc_addr(struct wsp_columns *ws, uint64_t code, uint64_t size, uint64_t *addr)
+/* An allocation's address from its code (cls: its size class). @return
+ * false if malformed. */
+static bool decode_alloc_addr(struct wsp_columns *ws, uint64_t code, uint32_t cls, uint64_t *addr)
 {
 	uint32_t ord, place = UINT32_MAX;
 	if (code % 3 == 0) {
@@ -383,7 +384,7 @@ static bool decode_alloc_addr(struct wsp_columns *ws, uint64_t code, uint64_t si
 		return true;
 	}
 	if (code % 3 == 1) {
-		ord = class_at(ws, size_class(size), code / 3);
+		ord = class_at(ws, cls, code / 3);
 		if (ord == UINT32_MAX)
 			return false;
 		place = (uint32_t)(code / 3);
@@ -459,9 +460,10 @@ int wsp_columns_next(struct wsp_col_iter *it, struct wsp_col_record *r)
 		uint64_t code = wsp_get_varint(&col[WSP_COL_ALLOC]);
 		r->size = wsp_get_varint(&col[WSP_COL_SIZE]);
 		r->stack = wsp_get_varint(&col[WSP_COL_STACK]);
-		if (!decode_alloc_addr(ws, code, r->size, &r->addr))
+		uint32_t cls = size_class(r->size);
+		if (!decode_alloc_addr(ws, code, cls, &r->addr))
 			return -1;
-		push_alloc(ws, r->addr, r->size);
+		push_alloc(ws, r->addr, cls);
 	} else {
 		r->type = WSP_REC_FREE;
 		r->size = r->stack = 0;

@@ -494,9 +494,9 @@ static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 
 static struct pending *pending_push(wsprof_trace *t, struct segment *s, uint64_t dseq, uint64_t dtime)
 {
-	if (wsp_grow(&t->pend, &t->pendcap, t->npend + 1, sizeof *t->pend))
+	if (t->npend == t->pendcap && wsp_grow(&t->pend, &t->pendcap, t->npend + 1, sizeof *t->pend))
 		return NULL;
-	if (!t->run_open || !t->nruns) {
+	if (__builtin_expect(!t->run_open || !t->nruns, 0)) {
 		if (wsp_grow(&t->runs, &t->runcap, t->nruns + 1, sizeof *t->runs))
 			return NULL;
 		t->runs[t->nruns++] = (struct run){ t->npend, t->npend };
@@ -842,6 +842,28 @@ static int release_begin(wsprof_trace *t, uint64_t watermark, bool all)
 static size_t release_emit(wsprof_trace *t, struct pending *out, size_t room)
 {
 	size_t *stop = t->merge, *heap = t->merge + t->nruns, nh = t->nheap, k = 0;
+	if (nh == 2) { /* the usual case of a program's two busiest threads: without a branch on the order */
+		struct run *a = &t->runs[heap[0]], *b = &t->runs[heap[1]];
+		const struct pending *pa = t->pend + a->next, *ea = t->pend + stop[heap[0]];
+		const struct pending *pb = t->pend + b->next, *eb = t->pend + stop[heap[1]];
+		while (k < room && pa < ea && pb < eb) {
+			bool first = pa->seq < pb->seq;
+			out[k++] = *(first ? pa : pb);
+			pa += first;
+			pb += !first;
+		}
+		a->next = (size_t)(pa - t->pend);
+		b->next = (size_t)(pb - t->pend);
+		if (pa == ea)
+			heap[0] = heap[1];
+		if (pa == ea || pb == eb)
+			nh = 1;
+		else if (pb->seq < pa->seq) { /* room ran out: the smaller head on top */
+			size_t tmp = heap[0];
+			heap[0] = heap[1];
+			heap[1] = tmp;
+		}
+	}
 	while (nh && k < room) {
 		struct run *r = &t->runs[heap[0]];
 		if (nh == 1) { /* one run left: the rest of its prefix at once */
