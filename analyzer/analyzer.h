@@ -8,6 +8,7 @@
 #ifndef WSP_ANALYZER_H
 #define WSP_ANALYZER_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,6 +84,12 @@ void wsp_json_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned
 
 
 int wsp_cmd_record(int argc, char **argv);
+
+/* A file of wsprof's own found from this program's path: in build_dir
+ * (the build tree) or where it is installed (WSPROF_PRELOAD_FROM_BINDIR),
+ * its real path in out. If neither has it, says so on stderr without
+ * ending the line (the caller ends it with what to do). */
+bool wsp_find_beside_self(const char *name, const char *build_dir, char out[PATH_MAX]);
 int wsp_cmd_export(int argc, char **argv);
 int wsp_cmd_summary(int argc, char **argv);
 int wsp_cmd_callsites(int argc, char **argv);

@@ -13,6 +13,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The symbol reader (libdw, the C++ demangler) lives in wsprof-reports.so
+ * with the reports that name functions; the `wsprof` program itself links
+ * none of it, so that a summary does not load what it never uses (8 ms
+ * of every run, BENCHMARKS.md). There these are null and nothing asks
+ * for symbols. */
+#pragma weak wsp_syms_new
+#pragma weak wsp_syms_free
+#pragma weak wsp_syms_note_stack
+
 /* Events between two looks at the clock: reading stays as fast as it was,
  * and even a slow reader looks several times a second. */
 #define PROGRESS_EVERY 1024
@@ -35,7 +44,7 @@ int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool s
 	struct wsp_model_options o = opt ? *opt : (struct wsp_model_options){ 0 };
 	o.sample_bytes = wsprof_trace_process(out->trace)->sample_bytes; /* heap blocks weigh 1/p */
 	out->model = wsp_model_new(&o);
-	if (symbols)
+	if (symbols && wsp_syms_new)
 		out->syms = wsp_syms_new(stderr);
 	if (!out->model || (symbols && !out->syms)) {
 		fprintf(stderr, "wsprof: out of memory\n");
@@ -87,7 +96,8 @@ int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool s
 
 void wsp_loaded_free(struct wsp_loaded *l)
 {
-	wsp_syms_free(l->syms);
+	if (l->syms)
+		wsp_syms_free(l->syms);
 	l->syms = NULL;
 	wsp_model_free(l->model);
 	wsprof_trace_close(l->trace);

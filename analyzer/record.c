@@ -49,6 +49,27 @@ static bool is_file(const char *p)
 	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool wsp_find_beside_self(const char *name, const char *build_dir, char out[PATH_MAX])
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return false;
+	self[n] = 0;
+	char *slash = strrchr(self, '/');
+	*slash = 0;
+	const char *dirs[] = { build_dir, WSPROF_PRELOAD_FROM_BINDIR };
+	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+		char try[PATH_MAX * 2];
+		snprintf(try, sizeof try, "%s/%s/%s", self, dirs[i], name);
+		if (is_file(try) && realpath(try, out))
+			return true;
+	}
+	fprintf(stderr, "wsprof: cannot find %s next to %s (looked in %s and %s)", name, self, build_dir,
+		WSPROF_PRELOAD_FROM_BINDIR);
+	return false;
+}
+
 /* The preload library: $WSPROF_PRELOAD, the build tree, or the install prefix. */
 static bool find_preload(char out[PATH_MAX])
 {
@@ -60,23 +81,9 @@ static bool find_preload(char out[PATH_MAX])
 		}
 		return true;
 	}
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n <= 0)
-		return false;
-	self[n] = 0;
-	char *slash = strrchr(self, '/');
-	*slash = 0;
-	const char *candidates[] = { "../preload/" WSPROF_PRELOAD_NAME,
-				     WSPROF_PRELOAD_FROM_BINDIR "/" WSPROF_PRELOAD_NAME };
-	for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++) {
-		char try[PATH_MAX * 2];
-		snprintf(try, sizeof try, "%s/%s", self, candidates[i]);
-		if (is_file(try) && realpath(try, out))
-			return true;
-	}
-	fprintf(stderr, "wsprof: cannot find %s next to %s (looked in ../preload and %s); "
-		"set WSPROF_PRELOAD to its path\n", WSPROF_PRELOAD_NAME, self, WSPROF_PRELOAD_FROM_BINDIR);
+	if (wsp_find_beside_self(WSPROF_PRELOAD_NAME, "../preload", out))
+		return true;
+	fprintf(stderr, "; set WSPROF_PRELOAD to its path\n");
 	return false;
 }
 
