@@ -182,6 +182,8 @@ struct wsprof_trace {
 	/* Between the sides (under lock once the threads run). */
 	size_t fhead, nframes;    /* frames[fhead..fhead+nframes) (mod NFRAMES) read, in order */
 	struct batch batches[NBATCH];
+	struct pending *batch_ev; /* their events, BATCH_EVENTS each */
+	size_t batch_evcap;
 	size_t head, queued;      /* batches[head..head+queued) (mod NBATCH) filled, in order */
 	bool started, unpacking, threaded, stop, finished; /* unpacking, threaded: the threads run */
 	bool wants_room, wants_more; /* a side waits for the other (woken half-way: few wake-ups) */
@@ -494,7 +496,7 @@ static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 
 static struct pending *pending_push(wsprof_trace *t, struct segment *s, uint64_t dseq, uint64_t dtime)
 {
-	if (t->npend == t->pendcap && wsp_grow(&t->pend, &t->pendcap, t->npend + 1, sizeof *t->pend))
+	if (t->npend == t->pendcap && wsp_grow_huge(&t->pend, &t->pendcap, t->npend + 1, sizeof *t->pend))
 		return NULL;
 	if (__builtin_expect(!t->run_open || !t->nruns, 0)) {
 		if (wsp_grow(&t->runs, &t->runcap, t->nruns + 1, sizeof *t->runs))
@@ -999,7 +1001,7 @@ static int read_footer(wsprof_trace *t, struct frame *fr, uint32_t size, const u
 static int unpack_chunk(wsprof_trace *t, struct frame *fr, const uint8_t *h)
 {
 	uint32_t rawsize = wsp_get_le32(h + 12), zsize = wsp_get_le32(h + 16), flags = wsp_get_le32(h + 20);
-	if (wsp_grow(&fr->zbuf, &fr->zcap, zsize, 1) || wsp_grow(&fr->raw, &fr->rawcap, rawsize + 1, 1))
+	if (wsp_grow(&fr->zbuf, &fr->zcap, zsize, 1) || wsp_grow_huge(&fr->raw, &fr->rawcap, rawsize + 1, 1))
 		return -ENOMEM;
 	int err = read_exact(t, fr->zbuf, zsize);
 	if (err)
@@ -1123,7 +1125,7 @@ static int take_frame(wsprof_trace *t)
 	t->chunk = (struct wsp_cursor){ fr->records, fr->records + fr->len, false };
 	t->in_columns = fr->columns;
 	if (fr->columns) {
-		if (!t->columns && !(t->columns = malloc(sizeof *t->columns)))
+		if (!t->columns && !(t->columns = wsp_alloc_huge(sizeof *t->columns)))
 			return -ENOMEM;
 		if (wsp_columns_begin(&t->iter, t->columns, fr->records, fr->len) > WSP_CHUNK_RAW_MAX)
 			return WSPROF_E_CORRUPT;
@@ -1186,8 +1188,12 @@ static int fill(wsprof_trace *t, struct batch *b, bool greedy)
 {
 	b->n = b->ndefs = b->nmarks = 0;
 	t->filling = b;
-	if (wsp_grow(&b->ev, &b->cap, BATCH_EVENTS, sizeof *b->ev))
-		return -ENOMEM;
+	if (!b->ev) { /* all batches' events in one piece of huge pages */
+		if (wsp_grow_huge(&t->batch_ev, &t->batch_evcap, NBATCH * BATCH_EVENTS, sizeof *b->ev))
+			return -ENOMEM;
+		b->ev = t->batch_ev + (b - t->batches) * BATCH_EVENTS;
+		b->cap = BATCH_EVENTS;
+	}
 	for (;;) {
 		if (!t->nheap) {
 			if (b->n && (!greedy || b->nmarks >= BATCH_MARKS))
@@ -1534,8 +1540,8 @@ void wsprof_trace_close(wsprof_trace *t)
 		for (size_t j = b == t->reading ? t->pos : 0; j < b->n; j++)
 			extra_free(b->ev[j].x);
 	}
+	wsp_free_huge(t->batch_ev, t->batch_evcap, sizeof *t->batch_ev);
 	for (size_t i = 0; i < NBATCH; i++) {
-		free(t->batches[i].ev);
 		free(t->batches[i].defs);
 		free(t->batches[i].marks);
 	}
@@ -1544,7 +1550,7 @@ void wsprof_trace_close(wsprof_trace *t)
 			extra_free(t->pend[j].x);
 	free(t->runs);
 	free(t->merge);
-	free(t->pend);
+	wsp_free_huge(t->pend, t->pendcap, sizeof *t->pend);
 	free(t->defined);
 	for (size_t i = 0; i < t->nmods; i++)
 		module_free(&t->mods[i]);
@@ -1553,9 +1559,9 @@ void wsprof_trace_close(wsprof_trace *t)
 	free(t->tids);
 	for (size_t i = 0; i < NFRAMES; i++) {
 		free(t->frames[i].zbuf);
-		free(t->frames[i].raw);
+		wsp_free_huge(t->frames[i].raw, t->frames[i].rawcap, 1);
 	}
-	free(t->columns);
+	wsp_free_huge(t->columns, 1, sizeof *t->columns);
 	free(t->exe);
 	free(t->cmdline);
 	free(t->tool_version);
