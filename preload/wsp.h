@@ -96,7 +96,7 @@ struct wsp_config {
 	unsigned max_regions; /* WSPROF_MAX_REGIONS: regions per window at most, 10..10000, default 1000 */
 	unsigned sample_us;   /* WSPROF_SAMPLE_US: DAMON's sampling interval, 100..1000000, default 5000 */
 	unsigned wp_pages;    /* WSPROF_WP_PAGES: pages write-protected again per window at most, 64..1048576,
-			       * default 1536 per 100 ms of window */
+			       * default 1536 per 100 ms of window, 256 when sampling heap allocations */
 	unsigned sample_bytes; /* WSPROF_SAMPLE_BYTES: mean bytes between sampled heap allocations; 0: all */
 	unsigned sample_seed; /* WSPROF_SAMPLE_SEED: fixes the sampling gaps (tests); 0: from the clock */
 };

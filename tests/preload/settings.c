@@ -6,7 +6,9 @@
  * output path that cannot be created gets one warning line and no trace,
  * while the program runs to the same result; the trace's descriptor stays
  * out of the program's way; `wsprof record` finds its preload library in
- * an installed layout, and WSPROF_PRELOAD must name a real file.
+ * an installed layout, and the reports that draw their module, and
+ * WSPROF_PRELOAD must name a real file. Sampling heap allocations lowers
+ * the access sampler's default budget, which an explicit one overrides.
  */
 #include "harness.h"
 
@@ -132,6 +134,43 @@ static void make_dirs(const char *path)
 	mkdir(buf, 0755);
 }
 
+/* The access budget a recording with these settings wrote in its header. */
+static uint64_t recorded_wp_pages(const char *const env[])
+{
+	const char *dir = wt_test_dir();
+	char *trace = wt_path(dir, "wp.wsp"), *expect = wt_path(dir, "wp.json"), *prog = wt_prog("alloc_basic");
+	const char *argv[16];
+	size_t n = 0;
+	argv[n++] = "/usr/bin/env";
+	for (; *env; env++)
+		argv[n++] = *env;
+	const char *tail[] = { wt_wsprof(), "record", "-o", trace, "--", prog, expect, NULL };
+	for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
+		argv[n++] = tail[i];
+	struct wt_result r;
+	wt_run(&r, argv);
+	wt_assert_status(&r, 0, "wsprof record alloc_basic");
+	struct wt_json *s = wt_summary(trace, NULL);
+	uint64_t pages = wt_u64(s, "access.wp_pages");
+	wt_json_free(s);
+	wt_result_free(&r);
+	remove(trace);
+	free(prog);
+	free(expect);
+	free(trace);
+	return pages;
+}
+
+Test(settings, sampling_heap_allocations_lowers_the_access_budget)
+{
+	cr_expect_eq(recorded_wp_pages((const char *[]){ "WSPROF_WINDOW_MS=200", NULL }), 3072,
+		     "1536 pages per 100 ms of window by default");
+	cr_expect_eq(recorded_wp_pages((const char *[]){ "WSPROF_WINDOW_MS=200", "WSPROF_SAMPLE_BYTES=4096", NULL }), 512,
+		     "256 pages per 100 ms of window when sampling");
+	cr_expect_eq(recorded_wp_pages((const char *[]){ "WSPROF_SAMPLE_BYTES=4096", "WSPROF_WP_PAGES=2000", NULL }), 2000,
+		     "an explicit budget stays as given");
+}
+
 Test(settings, an_installed_wsprof_finds_its_preload_library)
 {
 	const char *dir = wt_test_dir();
@@ -155,6 +194,25 @@ Test(settings, an_installed_wsprof_finds_its_preload_library)
 	wt_json_free(s);
 	wt_json_free(books);
 	wt_result_free(&r);
+
+	/* The reports that draw or name functions are a module beside the
+	 * preload library; without it, one line that says what to do. */
+	wt_run(&r, (const char *[]){ exe, "report", "leaks", trace, NULL });
+	wt_assert_status(&r, 1, "an installed wsprof report leaks without its module");
+	cr_expect(contains(r.err, WSPROF_REPORTS_NAME) && contains(r.err, "reinstall wsprof") && wt_count_lines(r.err) == 1,
+		  "the error should name the module and say to reinstall:\n%s", r.err);
+	wt_result_free(&r);
+	char *built = strdup(wt_wsprof()), *module = wt_path(libdir, "%s", WSPROF_REPORTS_NAME);
+	*strrchr(built, '/') = 0;
+	char *from = wt_path(built, "%s", WSPROF_REPORTS_NAME);
+	copy_file(from, module);
+	wt_run(&r, (const char *[]){ exe, "report", "leaks", trace, NULL });
+	wt_assert_status(&r, 0, "an installed wsprof report leaks");
+	cr_expect(contains(r.out, "leaks"), "the leaks report:\n%s", r.out);
+	wt_result_free(&r);
+	free(from);
+	free(module);
+	free(built);
 	free(prog);
 	free(expect);
 	free(trace);
