@@ -143,6 +143,7 @@ struct wsprof_trace {
 	FILE *f;
 	uint64_t file_size;       /* for wsprof_trace_position; 0: not a regular file */
 	bool regular;             /* read ahead on threads */
+	bool huge;                /* large buffers in huge pages (see grow_big) */
 	wsprof_process proc;
 	char *exe, *cmdline, *tool_version, *access_note;
 
@@ -204,6 +205,26 @@ struct wsprof_trace {
 	struct module *mods;
 	size_t nmods, modcap;
 };
+
+/* Room in one of the reader's large reused buffers (pending events, the
+ * batches, the column decoder's state, a chunk unpacked): in huge pages
+ * for a trace large enough to fill them (grow.h: a fresh page costs ~13
+ * us here), on the heap for a small one, which would pay more to set
+ * them up than they save. */
+#define HUGE_FROM ((uint64_t)1 << 20)
+
+static int grow_big(const wsprof_trace *t, void *array, size_t *cap, size_t need, size_t elem)
+{
+	return t->huge ? wsp_grow_huge(array, cap, need, elem) : wsp_grow(array, cap, need, elem);
+}
+
+static void free_big(const wsprof_trace *t, void *array, size_t cap, size_t elem)
+{
+	if (t->huge)
+		wsp_free_huge(array, cap, elem);
+	else
+		free(array);
+}
 
 const char *wsprof_strerror(int err)
 {
@@ -440,6 +461,7 @@ int wsprof_trace_open(const char *path, wsprof_trace **out)
 	if (fstat(fileno(t->f), &st) == 0 && S_ISREG(st.st_mode)) {
 		t->file_size = (uint64_t)st.st_size;
 		t->regular = true;
+		t->huge = t->file_size >= HUGE_FROM;
 	}
 	t->dctx = ZSTD_createDCtx();
 	int err = t->dctx ? read_header(t) : -ENOMEM;
@@ -496,7 +518,7 @@ static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
 
 static struct pending *pending_push(wsprof_trace *t, struct segment *s, uint64_t dseq, uint64_t dtime)
 {
-	if (t->npend == t->pendcap && wsp_grow_huge(&t->pend, &t->pendcap, t->npend + 1, sizeof *t->pend))
+	if (t->npend == t->pendcap && grow_big(t, &t->pend, &t->pendcap, t->npend + 1, sizeof *t->pend))
 		return NULL;
 	if (__builtin_expect(!t->run_open || !t->nruns, 0)) {
 		if (wsp_grow(&t->runs, &t->runcap, t->nruns + 1, sizeof *t->runs))
@@ -1001,7 +1023,7 @@ static int read_footer(wsprof_trace *t, struct frame *fr, uint32_t size, const u
 static int unpack_chunk(wsprof_trace *t, struct frame *fr, const uint8_t *h)
 {
 	uint32_t rawsize = wsp_get_le32(h + 12), zsize = wsp_get_le32(h + 16), flags = wsp_get_le32(h + 20);
-	if (wsp_grow(&fr->zbuf, &fr->zcap, zsize, 1) || wsp_grow_huge(&fr->raw, &fr->rawcap, rawsize + 1, 1))
+	if (wsp_grow(&fr->zbuf, &fr->zcap, zsize, 1) || grow_big(t, &fr->raw, &fr->rawcap, rawsize + 1, 1))
 		return -ENOMEM;
 	int err = read_exact(t, fr->zbuf, zsize);
 	if (err)
@@ -1125,7 +1147,7 @@ static int take_frame(wsprof_trace *t)
 	t->chunk = (struct wsp_cursor){ fr->records, fr->records + fr->len, false };
 	t->in_columns = fr->columns;
 	if (fr->columns) {
-		if (!t->columns && !(t->columns = wsp_alloc_huge(sizeof *t->columns)))
+		if (!t->columns && !(t->columns = t->huge ? wsp_alloc_huge(sizeof *t->columns) : malloc(sizeof *t->columns)))
 			return -ENOMEM;
 		if (wsp_columns_begin(&t->iter, t->columns, fr->records, fr->len) > WSP_CHUNK_RAW_MAX)
 			return WSPROF_E_CORRUPT;
@@ -1188,11 +1210,13 @@ static int fill(wsprof_trace *t, struct batch *b, bool greedy)
 {
 	b->n = b->ndefs = b->nmarks = 0;
 	t->filling = b;
-	if (!b->ev) { /* all batches' events in one piece of huge pages */
+	if (!b->ev && t->huge) { /* all batches' events in one piece */
 		if (wsp_grow_huge(&t->batch_ev, &t->batch_evcap, NBATCH * BATCH_EVENTS, sizeof *b->ev))
 			return -ENOMEM;
 		b->ev = t->batch_ev + (b - t->batches) * BATCH_EVENTS;
 		b->cap = BATCH_EVENTS;
+	} else if (wsp_grow(&b->ev, &b->cap, BATCH_EVENTS, sizeof *b->ev)) {
+		return -ENOMEM;
 	}
 	for (;;) {
 		if (!t->nheap) {
@@ -1542,6 +1566,8 @@ void wsprof_trace_close(wsprof_trace *t)
 	}
 	wsp_free_huge(t->batch_ev, t->batch_evcap, sizeof *t->batch_ev);
 	for (size_t i = 0; i < NBATCH; i++) {
+		if (!t->huge)
+			free(t->batches[i].ev);
 		free(t->batches[i].defs);
 		free(t->batches[i].marks);
 	}
@@ -1550,7 +1576,7 @@ void wsprof_trace_close(wsprof_trace *t)
 			extra_free(t->pend[j].x);
 	free(t->runs);
 	free(t->merge);
-	wsp_free_huge(t->pend, t->pendcap, sizeof *t->pend);
+	free_big(t, t->pend, t->pendcap, sizeof *t->pend);
 	free(t->defined);
 	for (size_t i = 0; i < t->nmods; i++)
 		module_free(&t->mods[i]);
@@ -1559,9 +1585,9 @@ void wsprof_trace_close(wsprof_trace *t)
 	free(t->tids);
 	for (size_t i = 0; i < NFRAMES; i++) {
 		free(t->frames[i].zbuf);
-		wsp_free_huge(t->frames[i].raw, t->frames[i].rawcap, 1);
+		free_big(t, t->frames[i].raw, t->frames[i].rawcap, 1);
 	}
-	wsp_free_huge(t->columns, 1, sizeof *t->columns);
+	free_big(t, t->columns, 1, sizeof *t->columns);
 	free(t->exe);
 	free(t->cmdline);
 	free(t->tool_version);

@@ -261,12 +261,18 @@ struct racer {
 	uint64_t ids[RACE_STACKS];
 };
 
+/* The threads meet at the start and again half-way: each has interned
+ * its own half (from opposite ends) before either goes on into the
+ * other's, so both make nodes however they are scheduled (on a loaded
+ * machine one could otherwise do everything before the other ran). */
 static void *race(void *arg)
 {
 	struct racer *r = arg;
 	uint8_t *p = r->buf;
 	pthread_barrier_wait(r->start);
 	for (int i = 0; i < RACE_STACKS; i++) {
+		if (i == RACE_STACKS / 2)
+			pthread_barrier_wait(r->start);
 		int k = r->backwards ? RACE_STACKS - 1 - i : i;
 		uintptr_t ips[RACE_DEPTH];
 		int depth = race_stack(k, ips);
