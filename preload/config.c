@@ -100,8 +100,8 @@ void wsp_config_load(void)
 	 * 1.75x at 3072: 1536 is the most that stays near 1.3x.
 	 * Sampling heap allocations promises a run at most 1.2x as long, which
 	 * that budget alone can break: there it is 256 pages per 100 ms (on
-	 * deep, 2 threads, sampled: 1.15-1.26x with 1536, 1.00x with 256, the
-	 * median of 10 runs each; the working set is then coarser, as pages
+	 * deep, 2 threads, sampled: 1.15-1.26x with 1536, 1.00-1.07x with 256,
+	 * medians of 10 to 14 runs; the working set is then coarser, as pages
 	 * wait longer for their turn to be checked again). */
 	wsp_cfg.sample_bytes = env_uint("WSPROF_SAMPLE_BYTES", 0, 1u << 30, 0);
 	wsp_cfg.wp_pages = env_uint("WSPROF_WP_PAGES", 64, 1048576,

@@ -218,6 +218,11 @@ static int grow_big(const wsprof_trace *t, void *array, size_t *cap, size_t need
 	return t->huge ? wsp_grow_huge(array, cap, need, elem) : wsp_grow(array, cap, need, elem);
 }
 
+static void *alloc_big(const wsprof_trace *t, size_t n)
+{
+	return t->huge ? wsp_alloc_huge(n) : malloc(n);
+}
+
 static void free_big(const wsprof_trace *t, void *array, size_t cap, size_t elem)
 {
 	if (t->huge)
@@ -1147,7 +1152,7 @@ static int take_frame(wsprof_trace *t)
 	t->chunk = (struct wsp_cursor){ fr->records, fr->records + fr->len, false };
 	t->in_columns = fr->columns;
 	if (fr->columns) {
-		if (!t->columns && !(t->columns = t->huge ? wsp_alloc_huge(sizeof *t->columns) : malloc(sizeof *t->columns)))
+		if (!t->columns && !(t->columns = alloc_big(t, sizeof *t->columns)))
 			return -ENOMEM;
 		if (wsp_columns_begin(&t->iter, t->columns, fr->records, fr->len) > WSP_CHUNK_RAW_MAX)
 			return WSPROF_E_CORRUPT;
