@@ -925,15 +925,44 @@ static void spread(struct heat *h, unsigned source, uint64_t start, uint64_t end
 	}
 }
 
+/* Bytes of a window that a block freed during it held, and no live block
+ * holds now: to the freed block's rows (its name is gone with it). */
+static void split_departed(const struct wsp_block *b, uint64_t bytes, void *arg)
+{
+	struct heat *h = arg;
+	if (b->excluded || !kind_wanted(h->opt->kind, b->kind) || !b->size)
+		return;
+	double w = (double)wsp_model_block_bytes(h->l.model, b) / (double)b->size * (double)bytes;
+	if (h->views[WSP_HEAT_BY_CALLSITE].wanted) {
+		long r = row_of_stack(h, b->stack);
+		if (r < 0)
+			h->err = -ENOMEM;
+		else
+			touch_row(&h->views[WSP_HEAT_BY_CALLSITE], r, w, &h->err);
+	}
+	if (h->views[WSP_HEAT_BY_NAME].wanted) {
+		uint32_t r;
+		unnamed_row(h, &r);
+		if (!h->err)
+			touch_row(&h->views[WSP_HEAT_BY_NAME], (long)r, w, &h->err);
+	}
+}
+
 static int add_access(struct heat *h, unsigned source, uint64_t start, uint64_t end, const wsprof_region *regions,
 		      size_t n)
 {
 	if (source >= SOURCES)
 		return 0; /* a source of a later version */
 	int err = needs_index(h) ? index_rebuild(h) : 0;
+	/* A window (not a moment) also saw the blocks freed during it. */
+	bool window = end > start && (source == WSPROF_ACCESS_WRITES || source == WSPROF_ACCESS_DAMON);
 	for (size_t i = 0; !err && i < n; i++) {
 		uint64_t hi = regions[i].addr + regions[i].len;
 		split_region(h, regions[i].addr, hi < regions[i].addr ? UINT64_MAX : hi, &err);
+		if (!err && window && needs_index(h))
+			err = wsp_model_each_departed(h->l.model, start, end, regions[i].addr, regions[i].len,
+						      split_departed, h);
+		err = err ? err : h->err;
 	}
 	spread(h, source, start, end, &err);
 	return err;

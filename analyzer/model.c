@@ -23,6 +23,7 @@
  */
 #include "model.h"
 
+#include "departed.h"
 #include "grow.h"
 
 #include <errno.h>
@@ -122,6 +123,16 @@ struct wsp_model {
 
 	uint64_t wss_bucket_ns, window_ns;
 	struct wsp_wss *wss;
+	/* Blocks freed while a window that may have seen them is open
+	 * (departed.h); without totals only. windowed_end: the end of the last
+	 * window of written pages or DAMON regions. */
+	struct wsp_departed *departed;
+	uint64_t windowed_end;
+	/* The block an access sample's last region overlapped, and the bytes
+	 * of the sample in it so far: a block spanning several regions is
+	 * accessed by all of them. */
+	const struct wsp_block *note_block;
+	uint64_t note_bytes;
 	struct wsp_rss_point *rss;
 	size_t nrss, rss_cap;
 
@@ -255,6 +266,7 @@ void wsp_model_free(struct wsp_model *m)
 		free(m->snapshots[i].label);
 	free(m->snapshots);
 	wsp_wss_free(m->wss);
+	wsp_departed_free(m->departed);
 	free(m->rss);
 	free(m->ccache);
 	free(m->sites);
@@ -424,18 +436,58 @@ static uint64_t idle_before(const struct wsp_block *b, uint64_t end)
 	return end > seen ? end - seen : 0;
 }
 
+/* A freed block's access figures, into its site's. */
+static void settle_access(struct wsp_model *m, const struct wsp_block *b, uint64_t end)
+{
+	if (!m->per_stack || b->site >= m->nsites)
+		return;
+	struct site *s = &m->sites[b->site];
+	s->accessed += weigh(m, b, b->accessed_bytes < b->size ? b->accessed_bytes : b->size);
+	uint64_t idle = idle_before(b, end);
+	if (idle > s->coldest)
+		s->coldest = idle;
+}
+
+static void settle_departed(struct wsp_departed_block *d, void *arg)
+{
+	settle_access(arg, &d->b, d->end_ns);
+}
+
+/* Blocks at addresses memory is accessed at (not pool sub-allocations,
+ * registered ranges, VMM handles or reservations). */
+static bool has_memory(const struct wsp_block *b)
+{
+	return !(b->addr >> 62) && b->kind != WSPROF_KIND_CUDA_VMM_MAPPED && b->kind != WSPROF_KIND_CUDA_VMM_RESERVED;
+}
+
+/* A block that ends is kept (departed.h) until no open window can have
+ * seen it: one that began before the current bucket, or before the last
+ * window of written pages ended (less a window, as the next window's
+ * start is measured by another clock than the events), cannot. Its
+ * access figures reach its site when it is let go. */
+static void depart(struct wsp_model *m, const struct wsp_block *b)
+{
+	if (m->totals_only || !has_memory(b) ||
+	    (!m->departed && !(m->departed = wsp_departed_new())) ||
+	    wsp_departed_add(m->departed, b, m->last_time)) {
+		settle_access(m, b, m->last_time);
+		return;
+	}
+	uint64_t window = m->window_ns ? m->window_ns : 100000000u;
+	uint64_t open = m->wss ? wsp_wss_open_start(m->wss) : UINT64_MAX;
+	uint64_t seen = m->windowed_end ? m->windowed_end : m->last_time;
+	uint64_t before = open < seen ? open : seen;
+	wsp_departed_prune(m->departed, before > window ? before - window : 0, settle_departed, m);
+}
+
 /* In a sampled trace the allocations between two sampled ones are not
  * known: temporary is not counted (doc/reports.md). */
 static void count_free(struct wsp_model *m, const struct wsp_block *b)
 {
 	m->kinds[b->kind].frees += block_count(m, b);
+	depart(m, b);
 	if (!m->per_stack)
 		return;
-	struct site *s = &m->sites[b->site];
-	s->accessed += weigh(m, b, b->accessed_bytes < b->size ? b->accessed_bytes : b->size);
-	uint64_t idle = idle_before(b, m->last_time);
-	if (idle > s->coldest)
-		s->coldest = idle;
 	uint64_t *serial = serial_of(m, b->tid);
 	if (serial && *serial == b->serial && !estimated(m, b->kind))
 		m->sites[b->site].temporary++;
@@ -1065,36 +1117,169 @@ static int each_overlap(struct wsp_model *m, uint64_t addr, uint64_t len,
 	return 0;
 }
 
+/* One region of a sample overlaps b by `bytes`: regions come in address
+ * order, so the regions of one sample that overlap a block follow each
+ * other, and their bytes add up (note_block, reset for each sample). */
 static void note_access(struct wsp_model *m, struct wsp_block *b, uint64_t bytes, void *arg)
 {
-	(void)m;
+	m->note_bytes = m->note_block == b ? m->note_bytes + bytes : bytes;
+	m->note_block = b;
 	b->last_access_ns = *(const uint64_t *)arg;
-	if (bytes > b->accessed_bytes)
-		b->accessed_bytes = bytes;
+	if (m->note_bytes > b->accessed_bytes)
+		b->accessed_bytes = m->note_bytes;
+}
+
+/* Bytes of sorted regions r[0..n) inside [lo, hi). */
+static uint64_t regions_inside(const wsprof_region *r, size_t n, uint64_t lo, uint64_t hi)
+{
+	size_t a = 0, b = n;
+	while (a < b) { /* the first region ending after lo */
+		size_t mid = a + (b - a) / 2;
+		if (r[mid].addr + r[mid].len <= lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	uint64_t bytes = 0;
+	for (size_t i = a; i < n && r[i].addr < hi; i++) {
+		uint64_t p = r[i].addr > lo ? r[i].addr : lo, end = r[i].addr + r[i].len, q = end < hi ? end : hi;
+		bytes += q > p ? q - p : 0;
+	}
+	return bytes;
+}
+
+/* A window [start, end] of written pages or DAMON regions, to the blocks
+ * freed during it: what they held of it, they may have been accessed by
+ * (the memory can have been reused since: an upper bound). */
+static void note_departed_access(struct wsp_model *m, const wsprof_event *ev, uint64_t start)
+{
+	struct wsp_departed_block *v;
+	size_t n = m->departed ? wsp_departed_all(m->departed, &v) : 0;
+	for (size_t i = 0; i < n && ev->nregions; i++) {
+		struct wsp_block *b = &v[i].b;
+		if (v[i].end_ns < start || b->time_ns > ev->time_ns)
+			continue;
+		uint64_t hi = b->addr + b->size < b->addr ? UINT64_MAX : b->addr + b->size;
+		uint64_t bytes = regions_inside(ev->regions, ev->nregions, b->addr, hi);
+		if (!bytes)
+			continue;
+		b->last_access_ns = v[i].end_ns;
+		if (bytes > b->accessed_bytes)
+			b->accessed_bytes = bytes;
+	}
+}
+
+/* Blocks freed during a bucket, for its bytes that no live block holds:
+ * the live blocks' parts of the region (allocated by the bucket's end), in
+ * the order each_overlap gives them, and how far the departed blocks,
+ * visited in order of start, have counted. */
+struct departed_walk {
+	uint64_t end_ns;
+	wsprof_region *live;
+	size_t nlive, live_cap;
+	bool oom;
+	uint64_t cursor;
+	void (*fn)(const struct wsp_block *, uint64_t bytes, void *);
+	void *arg;
+};
+
+static void note_live(struct wsp_model *m, struct wsp_block *b, uint64_t bytes, void *arg)
+{
+	(void)m;
+	(void)bytes;
+	struct departed_walk *w = arg;
+	if (b->time_ns > w->end_ns)
+		return;
+	if (wsp_grow(&w->live, &w->live_cap, w->nlive + 1, sizeof *w->live)) {
+		w->oom = true;
+		return;
+	}
+	w->live[w->nlive++] = (wsprof_region){ b->addr, b->size };
+}
+
+/* Bytes of [lo, hi) that no live block of the region holds. */
+static uint64_t outside_live(const struct departed_walk *w, uint64_t lo, uint64_t hi)
+{
+	uint64_t bytes = hi - lo;
+	for (size_t i = 0; i < w->nlive; i++) {
+		uint64_t p = w->live[i].addr > lo ? w->live[i].addr : lo;
+		uint64_t e = w->live[i].addr + w->live[i].len, q = e < hi ? e : hi;
+		bytes -= q > p ? q - p : 0;
+	}
+	return bytes;
+}
+
+/* Each byte once: what lies below the cursor was counted. */
+static void walk_departed(struct wsp_departed_block *d, uint64_t lo, uint64_t hi, void *arg)
+{
+	struct departed_walk *w = arg;
+	lo = lo > w->cursor ? lo : w->cursor;
+	if (hi <= lo)
+		return;
+	w->cursor = hi;
+	uint64_t bytes = outside_live(w, lo, hi);
+	if (bytes)
+		w->fn(&d->b, bytes, w->arg);
+}
+
+int wsp_model_each_departed(struct wsp_model *m, uint64_t start_ns, uint64_t end_ns, uint64_t addr, uint64_t len,
+			    void (*fn)(const struct wsp_block *, uint64_t bytes, void *), void *arg)
+{
+	if (!m->departed || !len)
+		return 0;
+	struct departed_walk w = { .end_ns = end_ns, .cursor = addr, .fn = fn, .arg = arg };
+	int err = each_overlap(m, addr, len, note_live, &w);
+	if (!err && w.oom)
+		err = -ENOMEM;
+	if (!err)
+		err = wsp_departed_each_overlap(m->departed, start_ns, end_ns, addr, len, walk_departed, &w);
+	free(w.live);
+	return err;
 }
 
 struct attribution {
+	struct wsp_model *m;
 	uint64_t *kind_bytes, attributed;
 	uint64_t estimated;  /* a sampled trace's heap bytes, weighed */
+	uint64_t end_ns;     /* blocks allocated after the bucket ended are not its */
 };
 
-static void add_to_kind(struct wsp_model *m, struct wsp_block *b, uint64_t bytes, void *arg)
+static void add_bytes(struct attribution *a, const struct wsp_block *b, uint64_t bytes)
 {
-	struct attribution *a = arg;
-	if (estimated(m, b->kind)) {
-		a->estimated += weigh(m, b, bytes);
+	if (estimated(a->m, b->kind)) {
+		a->estimated += weigh(a->m, b, bytes);
 		return;
 	}
 	a->kind_bytes[b->kind] += bytes;
 	a->attributed += bytes;
 }
 
-/* A sampled heap gets its estimate, at most the bytes no other kind's
- * block holds: the kinds never add up to more than was accessed. */
-static uint64_t attribute(void *ctx, uint64_t addr, uint64_t len, uint64_t *kind_bytes)
+static void add_to_kind(struct wsp_model *m, struct wsp_block *b, uint64_t bytes, void *arg)
 {
-	struct attribution a = { kind_bytes, 0, 0 };
-	each_overlap(ctx, addr, len, add_to_kind, &a);
+	(void)m;
+	struct attribution *a = arg;
+	if (b->time_ns <= a->end_ns)
+		add_bytes(a, b, bytes);
+}
+
+static void add_departed(const struct wsp_block *b, uint64_t bytes, void *arg)
+{
+	add_bytes(arg, b, bytes);
+}
+
+/* The bytes of a bucket's region go to the kinds of the blocks live in
+ * it: live when the bucket closes (and allocated by its end), else freed
+ * during it (departed.h). A sampled heap gets its estimate, at most the
+ * bytes no other kind's block holds: the kinds never add up to more than
+ * was accessed. */
+static uint64_t attribute(void *ctx, uint64_t start_ns, uint64_t end_ns, uint64_t addr, uint64_t len,
+			  uint64_t *kind_bytes)
+{
+	struct wsp_model *m = ctx;
+	struct attribution a = { .m = m, .kind_bytes = kind_bytes, .end_ns = end_ns };
+	each_overlap(m, addr, len, add_to_kind, &a);
+	if (a.attributed < len)
+		wsp_model_each_departed(m, start_ns, end_ns, addr, len, add_departed, &a);
 	uint64_t rest = len > a.attributed ? len - a.attributed : 0;
 	uint64_t heap = a.estimated < rest ? a.estimated : rest;
 	kind_bytes[WSPROF_KIND_HEAP] += heap;
@@ -1102,9 +1287,12 @@ static uint64_t attribute(void *ctx, uint64_t addr, uint64_t len, uint64_t *kind
 }
 
 /* With totals only, nothing of a window is matched to blocks. */
-static uint64_t attribute_nothing(void *ctx, uint64_t addr, uint64_t len, uint64_t *kind_bytes)
+static uint64_t attribute_nothing(void *ctx, uint64_t start_ns, uint64_t end_ns, uint64_t addr, uint64_t len,
+				  uint64_t *kind_bytes)
 {
 	(void)ctx;
+	(void)start_ns;
+	(void)end_ns;
 	(void)addr;
 	(void)kind_bytes;
 	return len;
@@ -1126,10 +1314,21 @@ static int apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event
 	int e = ensure_wss(m, t);
 	if (e)
 		return e;
+	m->note_block = NULL;
 	for (size_t i = 0; !m->totals_only && i < ev->nregions; i++) {
 		int err = each_overlap(m, ev->regions[i].addr, ev->regions[i].len, note_access, (void *)&ev->time_ns);
 		if (err)
 			return err;
+	}
+	/* A window (not a moment: a launch, a block read as it was freed) may
+	 * have seen blocks freed before it was recorded. */
+	bool windowed = (ev->op == WSPROF_ACCESS_WRITES || ev->op == WSPROF_ACCESS_DAMON) && ev->size;
+	if (windowed) {
+		uint64_t start = ev->time_ns > ev->size ? ev->time_ns - ev->size : 0;
+		if (!m->totals_only)
+			note_departed_access(m, ev, start);
+		if (ev->time_ns > m->windowed_end)
+			m->windowed_end = ev->time_ns;
 	}
 	return wsp_wss_add(m->wss, ev->op, ev->time_ns, ev->size, ev->regions, ev->nregions);
 }
@@ -1590,14 +1789,21 @@ struct site_access {
 	uint64_t accessed, coldest;
 };
 
-static void live_access(const struct wsp_model *m, const struct wsp_block *b, struct site_access *acc)
+/* A block not in its site's figures yet: live, or freed and kept. */
+static void block_access(const struct wsp_model *m, const struct wsp_block *b, uint64_t end,
+			 struct site_access *acc)
 {
 	if (b->excluded || b->site >= m->nsites)
 		return;
-	uint64_t idle = idle_before(b, m->last_time);
+	uint64_t idle = idle_before(b, end);
 	acc[b->site].accessed += weigh(m, b, b->accessed_bytes < b->size ? b->accessed_bytes : b->size);
 	if (idle > acc[b->site].coldest)
 		acc[b->site].coldest = idle;
+}
+
+static void live_access(const struct wsp_model *m, const struct wsp_block *b, struct site_access *acc)
+{
+	block_access(m, b, m->last_time, acc);
 }
 
 void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_site_stats *, void *), void *arg)
@@ -1611,6 +1817,10 @@ void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_
 	for (size_t r = 0; acc && r < 3; r++)
 		for (size_t i = 0; i < m->ranges[r].n; i++)
 			live_access(m, &m->ranges[r].v[i], acc);
+	struct wsp_departed_block *gone;
+	size_t ngone = m->departed ? wsp_departed_all(m->departed, &gone) : 0;
+	for (size_t i = 0; acc && i < ngone; i++)
+		block_access(m, &gone[i].b, gone[i].end_ns, acc);
 	for (size_t i = 0; i < m->nsites; i++) {
 		const struct site *s = &m->sites[i];
 		struct wsp_site_stats st = {

@@ -172,6 +172,14 @@ size_t wsp_model_rss(const struct wsp_model *m, const struct wsp_rss_point **poi
 /* The end of the trace: close what is still open. @return 0 or -ENOMEM. */
 int wsp_model_finish(struct wsp_model *m);
 
+/* Call fn for each block freed before now that was live at some moment of
+ * [start_ns, end_ns] and held bytes of [addr, addr + len) that no block
+ * live now (allocated by end_ns) holds, with those bytes, each byte once:
+ * where a window's accesses go when their memory was freed before the
+ * window was recorded. Without totals_only. @return 0 or -ENOMEM. */
+int wsp_model_each_departed(struct wsp_model *m, uint64_t start_ns, uint64_t end_ns, uint64_t addr, uint64_t len,
+			    void (*fn)(const struct wsp_block *, uint64_t bytes, void *), void *arg);
+
 /* Call fn for every live block (heap blocks and mmap ranges). */
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg);
 

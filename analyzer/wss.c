@@ -90,7 +90,8 @@ static int close_bucket(struct wsp_wss *w)
 	}
 	nall = merge(all, nall);
 	for (size_t i = 0; i < nall; i++)
-		w->cur.unattributed_bytes += w->attribute(w->ctx, all[i].addr, all[i].len, w->cur.kind_bytes);
+		w->cur.unattributed_bytes +=
+			w->attribute(w->ctx, w->cur.start_ns, w->cur.end_ns, all[i].addr, all[i].len, w->cur.kind_bytes);
 	free(all);
 	if (wsp_grow(&w->points, &w->cap, w->npoints + 1, sizeof *w->points))
 		return -ENOMEM;
@@ -120,6 +121,10 @@ int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t wi
 		w->cur.start_ns = w->bucket_ns ? start - start % w->bucket_ns : start;
 		w->open = true;
 	}
+	/* A window that joins a bucket a moment opened (a launch, a block
+	 * read as it was freed) starts it. */
+	if (!w->bucket_ns && start < w->cur.start_ns)
+		w->cur.start_ns = start;
 	if (end_ns > w->cur.end_ns)
 		w->cur.end_ns = end_ns;
 	if (!n)
@@ -129,6 +134,11 @@ int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t wi
 	memcpy(w->regions[source] + w->nregions[source], r, n * sizeof *r);
 	w->nregions[source] += n;
 	return 0;
+}
+
+uint64_t wsp_wss_open_start(const struct wsp_wss *w)
+{
+	return w->open ? w->cur.start_ns : UINT64_MAX;
 }
 
 int wsp_wss_finish(struct wsp_wss *w)

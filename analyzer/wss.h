@@ -6,7 +6,8 @@
  * one recorded window); a bucket (the recorded window, or a multiple asked
  * with --window) closes when a sample starts past its end, and its regions
  * are merged so that memory accessed in several windows counts once. The
- * kind of each byte comes from the blocks live when the bucket closes.
+ * kind of each byte comes from the blocks live during the bucket (the
+ * model's attribute function).
  */
 #ifndef WSP_WSS_H
 #define WSP_WSS_H
@@ -25,9 +26,11 @@ struct wsp_wss_point {
 
 struct wsp_wss;
 
-/* Split [addr, addr+len) among kinds: add each kind's bytes into kind_bytes
- * and @return the bytes that fall in no live block. */
-typedef uint64_t (*wsp_wss_attribute_fn)(void *ctx, uint64_t addr, uint64_t len, uint64_t *kind_bytes);
+/* Split [addr, addr+len), accessed in the bucket [start_ns, end_ns], among
+ * kinds: add each kind's bytes into kind_bytes and @return the bytes that
+ * fall in no block live during the bucket. */
+typedef uint64_t (*wsp_wss_attribute_fn)(void *ctx, uint64_t start_ns, uint64_t end_ns, uint64_t addr, uint64_t len,
+					 uint64_t *kind_bytes);
 
 /* bucket_ns 0: each recorded window is a bucket. */
 struct wsp_wss *wsp_wss_new(uint64_t bucket_ns, wsp_wss_attribute_fn attribute, void *ctx);
@@ -35,6 +38,8 @@ void wsp_wss_free(struct wsp_wss *w);
 /* One sample: the window [end - window, end]. @return 0 or -ENOMEM. */
 int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t window_ns, const wsprof_region *r,
 		size_t n);
+/* The start of the bucket open now; UINT64_MAX when none is. */
+uint64_t wsp_wss_open_start(const struct wsp_wss *w);
 /* Close the last bucket. */
 int wsp_wss_finish(struct wsp_wss *w);
 size_t wsp_wss_points(const struct wsp_wss *w, const struct wsp_wss_point **points);

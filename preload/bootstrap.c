@@ -75,5 +75,6 @@ void wsp_real_resolve(void)
 	RESOLVE(execvpe);
 	RESOLVE(fexecve);
 	RESOLVE(_exit);
+	RESOLVE(malloc_usable_size);
 	atomic_store_explicit(&done, true, memory_order_release);
 }

@@ -76,13 +76,28 @@ static inline void note_heap_alloc(unsigned op, void *p, size_t size)
 		record_heap_alloc(op, p, size, decided);
 }
 
+/* A large heap block about to be freed: what was written of it since the
+ * last window, read now, as the allocator may give its pages back at once
+ * (glibc unmaps a block it served by mmap). The size is the allocator's
+ * own (malloc_usable_size), which reads the block's header and takes no
+ * lock in glibc, jemalloc or tcmalloc. */
+static void release_heap_block(void *p)
+{
+	size_t (*usable)(void *) = wsp_real.malloc_usable_size;
+	size_t n = usable ? usable(p) : 0;
+	if (n >= WSP_RELEASE_MIN)
+		wsp_sampler_release((uintptr_t)p, n);
+}
+
 static __attribute__((noinline)) void record_free(unsigned op, void *p)
 {
 	int e = errno;
 	if (!wsp_enter())
 		return;
-	if (wsp_sample_release(p))
+	if (wsp_sample_release(p)) {
+		release_heap_block(p);
 		wsp_record_free(HEAP, op, p);
+	}
 	wsp_leave(e);
 }
 
@@ -164,6 +179,8 @@ static void *resize(unsigned op, void *old, size_t size)
 	bool rec = wsp_enter(), old_rec = false, new_rec = false;
 	if (rec) {
 		old_rec = wsp_sample_release(old);
+		if (old_rec)
+			release_heap_block(old);
 		if (size == 0 && old_rec)
 			wsp_record_free(HEAP, op, old);
 		else if (size != 0) {
@@ -316,6 +333,7 @@ WSPROF_EXPORT int munmap(void *addr, size_t len)
 		return sys_munmap(addr, len);
 	int e = errno;
 	if (len && ((uintptr_t)addr & 4095) == 0 && wsp_enter()) {
+		wsp_sampler_release((uintptr_t)addr, len);
 		wsp_record_unmap(addr, len);
 		wsp_leave(e);
 	}
@@ -338,8 +356,10 @@ WSPROF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags,
 	int e = errno;
 	bool rec = wsp_enter();
 	if (rec) {
-		if (old_len)
+		if (old_len) {
+			wsp_sampler_release((uintptr_t)old, old_len);
 			wsp_record_move(MMAP, WSPROF_OP_MREMAP, old, old_len);
+		}
 		wsp_leave(e);
 	}
 	void *p = real_mremap(old, old_len, new_len, flags, want);

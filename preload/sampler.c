@@ -143,6 +143,7 @@ char wsp_access_note[256];
 
 struct span {
 	uint64_t start, end;
+	bool fresh; /* registered this window, not yet armed: its present pages are new */
 };
 
 /* Descriptors, kept high and close-on-exec; -1 when closed. */
@@ -205,7 +206,7 @@ static void own_sort(void)
 static void own_set(enum own_slot slot, const void *p, size_t len)
 {
 	uint64_t a = (uintptr_t)p & ~(page_size - 1);
-	own[slot] = (struct span){ a, p ? ((uintptr_t)p + len + page_size - 1) & ~(page_size - 1) : a };
+	own[slot] = (struct span){ a, p ? ((uintptr_t)p + len + page_size - 1) & ~(page_size - 1) : a, false };
 	own_sort();
 }
 
@@ -253,8 +254,8 @@ static int find_image(struct dl_phdr_info *info, size_t size, void *arg)
 
 /* One PAGEMAP_SCAN: pages written (and, with flags, re-protected), at
  * most max_pages of them reported (0: no limit; only with out). */
-static long pm_scan(uint64_t start, uint64_t end, uint64_t flags, struct page_region *out, size_t out_len,
-		    uint64_t max_pages, uint64_t *walk_end)
+static long pm_scan_fd(int fd, uint64_t start, uint64_t end, uint64_t flags, struct page_region *out,
+		       size_t out_len, uint64_t max_pages, uint64_t *walk_end)
 {
 	struct pm_scan_arg arg = {
 		.size = sizeof arg,
@@ -267,10 +268,24 @@ static long pm_scan(uint64_t start, uint64_t end, uint64_t flags, struct page_re
 		.category_mask = PAGE_IS_WRITTEN,
 		.return_mask = out ? PAGE_IS_WRITTEN | PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO : 0,
 	};
-	long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
+	long n = ioctl(fd, PAGEMAP_SCAN, &arg);
 	if (walk_end)
 		*walk_end = arg.walk_end;
 	return n;
+}
+
+static long pm_scan(uint64_t start, uint64_t end, uint64_t flags, struct page_region *out, size_t out_len,
+		    uint64_t max_pages, uint64_t *walk_end)
+{
+	return pm_scan_fd(pagemap, start, end, flags, out, out_len, max_pages, walk_end);
+}
+
+/* A page PAGEMAP_SCAN reported written that holds data the program put
+ * there: in memory or swapped out, and not the shared zero page (which a
+ * read of untouched memory maps). */
+static bool holds_writes(const struct page_region *r)
+{
+	return (r->categories & (PAGE_IS_PRESENT | PAGE_IS_SWAPPED)) && !(r->categories & PAGE_IS_PFNZERO);
 }
 
 /* Write-protect every page of a range, reporting nothing. Unpopulated
@@ -388,6 +403,115 @@ void wsp_sampler_probe(void)
 		snprintf(wsp_access_note, sizeof wsp_access_note, "DAMON: %s", damon);
 }
 
+/* ---- memory given back ------------------------------------------------ *
+ * A block written and given back within one window (a large malloc's
+ * mmap, a mapping the program unmaps, heap top glibc trims) is gone before
+ * the window is scanned. The hooks read its pages just before they let it
+ * go, with a pagemap descriptor of their own, and record those holding
+ * writes as an ACCESS of written pages with a window of 0: at that moment,
+ * of that block. A page reads as written when it was written since it was
+ * last armed, or, unarmed (memory new since the last window), since it
+ * appeared. At most WSPROF_RELEASE_PAGES pages are read per window, taken
+ * by whichever threads release first; past that a release is not read.
+ *
+ * Reentrancy: called from hooks with the guard held. Lock-free: an ioctl
+ * on a descriptor that is never closed while the hooks may use it (it is
+ * switched off instead; a forked child, alone then, closes its parent's),
+ * a budget counter, and the caller's stack for the regions. */
+#define RELEASE_VEC 16
+#define RELEASE_REGIONS 16
+
+static _Atomic int release_fd = -1;      /* -1: off */
+static int release_kept = -1;            /* release_fd's descriptor, on or off */
+static _Atomic int64_t release_left;     /* pages still to be read this window */
+
+static void release_budget_renew(void)
+{
+	atomic_store_explicit(&release_left, (int64_t)wsp_cfg.release_pages, memory_order_relaxed);
+}
+
+/* [start, end) into out, which holds at most RELEASE_REGIONS: when full,
+ * the two neighbours closest together are joined (the gap counts as
+ * written: an upper bound for a block written in many scattered places). */
+static size_t release_add(struct wsp_range *out, size_t n, uint64_t start, uint64_t end)
+{
+	if (n && out[n - 1].start + out[n - 1].len == start) {
+		out[n - 1].len = end - out[n - 1].start;
+		return n;
+	}
+	if (n == RELEASE_REGIONS) {
+		size_t best = 0;
+		uint64_t gap = UINT64_MAX;
+		for (size_t i = 0; i + 1 < n; i++) {
+			uint64_t g = out[i + 1].start - (out[i].start + out[i].len);
+			if (g < gap)
+				gap = g, best = i;
+		}
+		uint64_t last_gap = start - (out[n - 1].start + out[n - 1].len);
+		if (last_gap <= gap) {
+			out[n - 1].len = end - out[n - 1].start;
+			return n;
+		}
+		out[best].len = out[best + 1].start + out[best + 1].len - out[best].start;
+		memmove(&out[best + 1], &out[best + 2], (n - best - 2) * sizeof *out);
+		n--;
+	}
+	out[n++] = (struct wsp_range){ start, end - start };
+	return n;
+}
+
+void wsp_sampler_release(uint64_t addr, uint64_t len)
+{
+	int fd = atomic_load_explicit(&release_fd, memory_order_acquire);
+	if (fd < 0 || !len || addr + len < addr)
+		return;
+	uint64_t start = addr & ~(page_size - 1), end = (addr + len + page_size - 1) & ~(page_size - 1);
+	int64_t pages = (int64_t)((end - start) / page_size);
+	if (atomic_fetch_sub_explicit(&release_left, pages, memory_order_relaxed) < pages) {
+		atomic_fetch_add_explicit(&release_left, pages, memory_order_relaxed);
+		return; /* this window's budget is spent */
+	}
+	struct page_region v[RELEASE_VEC];
+	struct wsp_range out[RELEASE_REGIONS];
+	size_t n = 0;
+	for (uint64_t at = start; at < end;) {
+		uint64_t walk_end = end;
+		long got = pm_scan_fd(fd, at, end, 0, v, RELEASE_VEC, 0, &walk_end);
+		if (got < 0)
+			break;
+		for (long i = 0; i < got; i++) {
+			uint64_t a = v[i].start > addr ? v[i].start : addr, b = v[i].end < addr + len ? v[i].end : addr + len;
+			if (holds_writes(&v[i]) && b > a)
+				n = release_add(out, n, a, b);
+		}
+		uint64_t next = got == RELEASE_VEC ? (walk_end > v[got - 1].end ? walk_end : v[got - 1].end) : end;
+		if (next <= at)
+			break;
+		at = next;
+	}
+	if (n)
+		wsp_record_access(WSPROF_ACCESS_WRITES, 0, out, n);
+}
+
+/* The hooks read released memory while written pages are watched. */
+static void release_start(void)
+{
+	if (release_kept < 0 && pagemap >= 0) {
+		int fd = dup(pagemap);
+		release_kept = fd >= 0 ? wsp_fd_move_high(fd) : -1;
+	}
+	if (release_kept < 0)
+		return;
+	release_budget_renew();
+	atomic_store_explicit(&release_fd, release_kept, memory_order_release);
+}
+
+/* Off, with the descriptor left open: a hook may be using it now. */
+static void release_stop(void)
+{
+	atomic_store(&release_fd, -1);
+}
+
 /* ---- the program's mappings ------------------------------------------- */
 
 /* The whole of /proc/self/maps, NUL-terminated. @return its length, or -1. */
@@ -498,31 +622,33 @@ static bool tables_grow(void)
 	tracked = t;
 	next_tracked = n;
 	tracked_cap = cap;
-	own[OWN_TRACKED] = (struct span){ (uintptr_t)t, (uintptr_t)t + cap * sizeof(struct span) };
+	own[OWN_TRACKED] = (struct span){ (uintptr_t)t, (uintptr_t)t + cap * sizeof(struct span), false };
 	own_set(OWN_NEXT, n, cap * sizeof(struct span));
 	return true;
 }
 
-/* Append [a, b) to next_tracked, joining a neighbour. */
-static bool track(uint64_t a, uint64_t b)
+/* Append [a, b) to next_tracked, joining a neighbour of the same freshness. */
+static bool track(uint64_t a, uint64_t b, bool fresh)
 {
-	if (nnext && next_tracked[nnext - 1].end == a) {
+	if (nnext && next_tracked[nnext - 1].end == a && next_tracked[nnext - 1].fresh == fresh) {
 		next_tracked[nnext - 1].end = b;
 		return true;
 	}
 	if (nnext == tracked_cap && !tables_grow())
 		return false; /* the rest waits for a later window */
-	next_tracked[nnext++] = (struct span){ a, b };
+	next_tracked[nnext++] = (struct span){ a, b, fresh };
 	return true;
 }
 
-/* A range no longer (or never) registered: register and arm it. A range
- * another userfaultfd owns (EBUSY) or the kernel refuses is tried again
- * next window - it may have changed. */
+/* A range no longer (or never) registered: register it now, arm it when
+ * this window is scanned (scan_fresh), which first counts what the
+ * program wrote in it since it appeared. A range another userfaultfd owns
+ * (EBUSY) or the kernel refuses is tried again next window - it may have
+ * changed. */
 static void track_new(uint64_t a, uint64_t b)
 {
-	if (uffd_register(a, b) == 0 && arm(a, b))
-		track(a, b);
+	if (uffd_register(a, b) == 0)
+		track(a, b, true);
 }
 
 /* [start, end) of one mapping, minus our own pages, against what is
@@ -537,7 +663,7 @@ static void reconcile_piece(uint64_t s, uint64_t e, size_t *ti)
 		uint64_t b = tracked[k].end < e ? tracked[k].end : e;
 		if (a > cur)
 			track_new(cur, a);
-		track(a, b);
+		track(a, b, false);
 		cur = b;
 	}
 	if (cur < e)
@@ -732,8 +858,7 @@ static int scan_piece(uint64_t start, uint64_t end, uint64_t *stop)
 			uint64_t pages = region_pages(&vec[i]);
 			if (protect)
 				wp.left -= pages < wp.left ? pages : wp.left;
-			if ((vec[i].categories & (PAGE_IS_PRESENT | PAGE_IS_SWAPPED)) &&
-			    !(vec[i].categories & PAGE_IS_PFNZERO))
+			if (holds_writes(&vec[i]))
 				store_add(vec[i].start, vec[i].end);
 		}
 		uint64_t next = scan_resume(n, n == VEC_LEN || (protect && !wp.left), walk_end, end);
@@ -744,6 +869,41 @@ static int scan_piece(uint64_t start, uint64_t end, uint64_t *stop)
 		start = next;
 	}
 	return 0;
+}
+
+/* Report the pages of [start, end) that hold writes, changing nothing.
+ * Where the range is not armed - new since the last window, or replaced
+ * in place - every page reads as written, and a present page that is not
+ * the zero page was written since the range appeared: the pages a window
+ * scan would have found had it been armed at once. Where it is armed,
+ * the written pages are those not protected again. Not budgeted: arming
+ * follows, which costs the program one fault per page it writes again. */
+static void scan_report(uint64_t start, uint64_t end)
+{
+	while (start < end) {
+		uint64_t walk_end = end;
+		long n = pm_scan(start, end, 0, vec, VEC_LEN, 0, &walk_end);
+		if (n < 0)
+			return;
+		for (long i = 0; i < n; i++)
+			if (holds_writes(&vec[i]))
+				store_add(vec[i].start, vec[i].end);
+		uint64_t next = scan_resume(n, n == VEC_LEN, walk_end, end);
+		if (next <= start)
+			return;
+		start = next;
+	}
+}
+
+/* A range registered this window: what it holds counted (not in the first
+ * window, which has no start), then armed. @return false if it could not
+ * be armed (it is then registered again, as new, next window). */
+static bool scan_fresh(struct span *r, bool count)
+{
+	if (count)
+		scan_report(r->start, r->end);
+	r->fresh = false;
+	return arm(r->start, r->end);
 }
 
 /* One tracked range: its part below the cursor, then its part above. */
@@ -821,6 +981,7 @@ static void record_written(uint64_t window_ns)
 
 static void stop_writes(const char *what, int err)
 {
+	release_stop();
 	warn_once(what, err);
 	close_fd(&uffd); /* the kernel drops every registration with it */
 	close_fd(&pagemap);
@@ -859,21 +1020,41 @@ static void sample_writes(void)
 		return;
 	uint64_t now = wsp_now_ns(), since = last_scan_ns;
 	last_scan_ns = now;
-	if (!since)
-		return;
+	release_budget_renew();
 	nstore = 0;
-	budget_start(now - since);
+	if (since)
+		budget_start(now - since);
 	size_t kept = 0;
 	for (size_t i = 0; i < ntracked; i++) {
-		/* Refused: a mapping was replaced in place (mmap MAP_FIXED, munmap
-		 * and mmap again) and is not registered. Registered and armed
-		 * again now, it is watched from the next window on; forgotten if
-		 * that fails, to be tried again when the maps are read. */
 		struct span r = tracked[i];
-		if (scan_range(r.start, r.end) == 0 || (uffd_register(r.start, r.end) == 0 && arm(r.start, r.end)))
+		if (r.fresh) {
+			if (scan_fresh(&r, since != 0))
+				tracked[kept++] = r;
+			continue;
+		}
+		if (!since) {
+			tracked[kept++] = r;
+			continue;
+		}
+		/* Refused: a mapping was replaced in place (mmap MAP_FIXED, munmap
+		 * and mmap again) and is not registered. What it holds from where
+		 * the scan got to is counted as in a fresh range, and it is
+		 * registered and armed again, watched from the next window on;
+		 * forgotten if that fails, to be tried again when the maps are
+		 * read. */
+		size_t before = nstore;
+		if (scan_range(r.start, r.end) == 0) {
+			tracked[kept++] = r;
+			continue;
+		}
+		uint64_t from = nstore > before ? store[nstore - 1].start + store[nstore - 1].len : r.start;
+		scan_report(from > r.start ? from : r.start, r.end);
+		if (uffd_register(r.start, r.end) == 0 && arm(r.start, r.end))
 			tracked[kept++] = r;
 	}
 	ntracked = kept;
+	if (!since)
+		return; /* the first window only arms: nothing was watched before it */
 	budget_end();
 	record_written(now - since);
 }
@@ -954,6 +1135,7 @@ static void *sampler_main(void *arg)
 			next = now;
 	}
 	/* Recording stopped while the program goes on: let go of its memory. */
+	release_stop();
 	close_fd(&uffd);
 	close_fd(&pagemap);
 	wsp_damon_close();
@@ -1002,6 +1184,8 @@ void wsp_sampler_start(void)
 		return;
 	}
 	pthread_setname_np(th, "wsprof-sampler");
+	if (uffd >= 0)
+		release_start();
 }
 
 void wsp_sampler_finish(void)
@@ -1014,6 +1198,8 @@ void wsp_sampler_finish(void)
  * parent's sampler stack and tables, copied into the child, are reused. */
 void wsp_sampler_reset_after_fork(void)
 {
+	release_stop();
+	close_fd(&release_kept); /* the parent's memory, not ours */
 	close_fd(&uffd);
 	close_fd(&pagemap);
 	close_fd(&maps_fd);

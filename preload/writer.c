@@ -515,7 +515,7 @@ static size_t header_records(uint8_t *p0, pid_t pid, pid_t parent_traced, const 
 	p = wsp_put_varint(p, (uint64_t)parent_traced);
 	p = wsp_record_close(p, &m);
 	size_t notelen = strnlen(wsp_access_note, sizeof wsp_access_note);
-	p = wsp_record_open(p, WSP_REC_CONFIG, 80 + notelen, &m);
+	p = wsp_record_open(p, WSP_REC_CONFIG, 96 + notelen, &m);
 	p = wsp_put_varint(p, wsp_cfg.stack_depth);
 	p = wsp_put_varint(p, wsp_cfg.flush_ms);
 	p = wsp_put_varint(p, wsp_cfg.follow);
@@ -525,6 +525,7 @@ static size_t header_records(uint8_t *p0, pid_t pid, pid_t parent_traced, const 
 	p = wsp_put_varint(p, wsp_cfg.max_regions);
 	p = wsp_put_bytes(p, wsp_access_note, notelen);
 	p = wsp_put_varint(p, wsp_cfg.sample_bytes);
+	p = wsp_put_varint(p, wsp_cfg.release_pages);
 	p = wsp_record_close(p, &m);
 	return (size_t)(p - p0);
 }

@@ -97,6 +97,8 @@ struct wsp_config {
 	unsigned sample_us;   /* WSPROF_SAMPLE_US: DAMON's sampling interval, 100..1000000, default 5000 */
 	unsigned wp_pages;    /* WSPROF_WP_PAGES: pages write-protected again per window at most, 64..1048576,
 			       * default 1536 per 100 ms of window, 256 when sampling heap allocations */
+	unsigned release_pages; /* WSPROF_RELEASE_PAGES: pages of memory given back that the hooks read
+				 * for writes per window at most (0: none), default 262144 per 100 ms */
 	unsigned sample_bytes; /* WSPROF_SAMPLE_BYTES: mean bytes between sampled heap allocations; 0: all */
 	unsigned sample_seed; /* WSPROF_SAMPLE_SEED: fixes the sampling gaps (tests); 0: from the clock */
 };
@@ -133,6 +135,7 @@ struct wsp_real {
 	int (*execvpe)(const char *, char *const[], char *const[]);
 	int (*fexecve)(int, char *const[], char *const[]);
 	void (*_exit)(int);
+	size_t (*malloc_usable_size)(void *);
 };
 extern struct wsp_real wsp_real;
 
@@ -380,6 +383,14 @@ void wsp_sampler_finish(void);
 void wsp_sampler_start(void);
 /* In a forked child, before start: the parent's registrations are not the child's. */
 void wsp_sampler_reset_after_fork(void);
+/* Memory about to be given back (a heap block, an unmapped range): its
+ * pages written since the last window are recorded as accessed by it
+ * (ACCESS of written pages, window 0), within the per-window budget.
+ * Call with the guard held, before the release is recorded. */
+void wsp_sampler_release(uint64_t addr, uint64_t len);
+/* Heap blocks smaller than this are left to the window's scan: they lie in
+ * memory the allocator keeps. */
+#define WSP_RELEASE_MIN (64u << 10)
 
 /* ---- annotate.c ------------------------------------------------------ */
 

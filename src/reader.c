@@ -409,6 +409,7 @@ static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
 			if (!t->access_note)
 				return -ENOMEM;
 			t->proc.sample_bytes = wsp_get_field(&r);
+			t->proc.release_pages = (unsigned)wsp_get_field(&r);
 		}
 		if (r.bad)
 			return WSPROF_E_CORRUPT;

@@ -190,6 +190,10 @@ typedef struct wsprof_process {
 	 * of s bytes (0 counts as 1) was recorded with probability
 	 * 1 - exp(-s / sample_bytes), and its free only if it was (1: all). */
 	uint64_t sample_bytes;
+	/* Memory given back (format 2.1): the pages of released blocks and
+	 * unmapped ranges the recorder read for writes per window at most;
+	 * 0 when it read none (or an older trace). */
+	unsigned release_pages;
 } wsprof_process;
 
 typedef struct wsprof_trace_status {

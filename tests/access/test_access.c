@@ -129,6 +129,7 @@ struct samples {
 	uint64_t rss_time[256];
 	size_t nrss;
 	uint64_t phase_start, phase_end; /* of the phase asked for */
+	size_t released;      /* written pages of blocks read as they were freed (window 0) */
 	bool unsorted;
 };
 
@@ -168,6 +169,8 @@ static void read_source(const char *path, unsigned source, const char *phase, ui
 		} else if (ev.type == WSPROF_EV_RSS && s->nrss < 256) {
 			s->rss_time[s->nrss] = ev.time_ns;
 			s->rss[s->nrss++] = ev.size;
+		} else if (ev.type == WSPROF_EV_ACCESS && ev.op == source && !ev.size && source == WSPROF_ACCESS_WRITES) {
+			s->released++; /* a block read as it was freed: a moment, not a window */
 		} else if (ev.type == WSPROF_EV_ACCESS && ev.op == source && s->nw < 256) {
 			struct window *w = &s->w[s->nw++];
 			w->end = ev.time_ns;
@@ -439,9 +442,9 @@ static struct wt_json *report_json(const char *const argv[], struct wt_result *r
 	return j;
 }
 
-static uint64_t source_line(const char *marker)
+static uint64_t line_in(const char *file, const char *marker)
 {
-	char *path = wt_path(getenv("WSPROF_SOURCE_ROOT"), "tests/access/hot_idle.c");
+	char *path = wt_path(getenv("WSPROF_SOURCE_ROOT"), file);
 	char *text = wt_read_file(path, NULL);
 	cr_assert(text && strstr(text, marker), "no %s in %s", marker, path);
 	uint64_t line = 1;
@@ -450,6 +453,11 @@ static uint64_t source_line(const char *marker)
 	free(text);
 	free(path);
 	return line;
+}
+
+static uint64_t source_line(const char *marker)
+{
+	return line_in("tests/access/hot_idle.c", marker);
 }
 
 Test(access, the_reports_show_the_working_set_and_the_cold_site)
@@ -488,6 +496,163 @@ Test(access, the_reports_show_the_working_set_and_the_cold_site)
 	wt_json_free(c);
 	wt_result_free(&r);
 	wt_recording_free(&rec);
+}
+
+/* ---- memory given back within a window ----------------------------------
+ * temporaries keeps an 8 MiB block hot and, every 10 ms, writes a
+ * temporary whole and frees it: never live when a window is scanned. With
+ * the defaults (100 ms windows, the default budget), the temporaries'
+ * site must be seen accessed, and each window's working set must hold
+ * the hot block and a temporary, attributed to the heap: a 48 MiB
+ * temporary is an mmap of its own, unmapped at free, and read by the free
+ * hook before it goes; a 4 MiB one is served from the brk heap once glibc
+ * raised its mmap threshold, read by the free hook too, and seen again by
+ * the window scan in pages no live block holds any more. */
+
+#define HOT_MIB 8.0
+
+struct temp_run {
+	struct wt_recording rec;
+	uint64_t temp_size, temps, page;
+	uint64_t site_accessed, site_bytes; /* temp_site's, from report callsites */
+	uint64_t window_median, heap_median; /* report wss, windows inside the phase */
+	size_t windows;
+};
+
+static uint64_t median_of(uint64_t *v, size_t n)
+{
+	qsort(v, n, sizeof *v, cmp_u64);
+	return n ? v[n / 2] : 0;
+}
+
+static void temp_record(struct temp_run *t, const char *temp_size, const char *written)
+{
+	char *prog = wt_path(ACCESS_PROG_DIR, "temporaries");
+	/* meson test sets MALLOC_PERTURB_, with which glibc writes every block
+	 * it hands out: a temporary never written would be written after all. */
+	wt_record_with(&t->rec, (const char *[]){ "MALLOC_PERTURB_=0", NULL }, NULL, prog,
+		       (const char *[]){ temp_size, written, "1000", NULL });
+	free(prog);
+	wt_assert_status(&t->rec.run, 0, "wsprof record temporaries");
+	cr_assert(t->rec.expect, "temporaries wrote no expect file");
+	t->temp_size = wt_u64(t->rec.expect, "temp_size");
+	t->temps = wt_u64(t->rec.expect, "temps");
+	t->page = wt_u64(t->rec.expect, "page_size");
+
+	struct wt_result r;
+	struct wt_json *c = report_json((const char *[]){ wt_wsprof(), "report", "callsites", "--sort", "accessed",
+							  "--kind", "heap", "--top", "0", "--json", t->rec.trace, NULL },
+					&r);
+	const struct wt_json *sites = wt_json_get(c, "sites");
+	uint64_t line = line_in("tests/access/temporaries.c", "SITE:temp_site");
+	for (size_t i = 0; sites && i < sites->count; i++) {
+		if (wt_u64(&sites->items[i], "line") != line)
+			continue;
+		t->site_accessed = wt_u64(&sites->items[i], "accessed_bytes");
+		t->site_bytes = wt_u64(&sites->items[i], "bytes");
+	}
+	cr_assert(t->site_bytes, "no site at temporaries.c:%llu:\n%s", (unsigned long long)line, r.out);
+	wt_json_free(c);
+	wt_result_free(&r);
+
+	/* The windows wholly inside the phase, less the first (only arms). */
+	struct samples *s = calloc(1, sizeof *s);
+	read_samples(t->rec.trace, "steady", 0, 0, 0, t->page, s);
+	struct wt_json *w = report_json((const char *[]){ wt_wsprof(), "report", "wss", "--json", t->rec.trace, NULL }, &r);
+	const struct wt_json *series = wt_json_get(w, "series");
+	uint64_t all[64], heap[64];
+	size_t n = 0;
+	for (size_t i = 0; series && i < series->count && n < 64; i++) {
+		const struct wt_json *p = &series->items[i];
+		double start = strtod(wt_json_get(p, "start_s")->text, NULL), end = strtod(wt_json_get(p, "end_s")->text, NULL);
+		if (start * 1e9 < (double)s->phase_start + 100e6 || end * 1e9 > (double)s->phase_end)
+			continue;
+		all[n] = wt_u64(p, "bytes");
+		uint64_t h = 0;
+		wt_json_u64(p, "by_kind.heap", &h);
+		heap[n++] = h;
+	}
+	t->windows = n;
+	t->window_median = median_of(all, n);
+	t->heap_median = median_of(heap, n);
+	wt_json_free(w);
+	wt_result_free(&r);
+	free(s);
+}
+
+static void expect_temporaries_seen(const char *temp_size)
+{
+	need_written_pages();
+	struct temp_run t = { 0 };
+	temp_record(&t, temp_size, "written");
+	double temp_mib = (double)t.temp_size / MIB;
+	cr_expect_geq(t.site_accessed, t.temp_size, "temp_site accessed %.1f MiB, less than one temporary (%.0f MiB)",
+		      (double)t.site_accessed / MIB, temp_mib);
+	cr_expect_geq(t.site_accessed, t.site_bytes / 2, "temp_site accessed %.1f MiB of the %.1f MiB it wrote",
+		      (double)t.site_accessed / MIB, (double)t.site_bytes / MIB);
+	cr_assert_geq(t.windows, 5, "only %zu windows inside the phase", t.windows);
+	/* The hot block's last bytes lie in a page written only once, at the start. */
+	uint64_t want = (uint64_t)(HOT_MIB * MIB) + t.temp_size - t.page;
+	cr_expect_geq(t.window_median, want,
+		      "median working set %.2f MiB per window, not the hot %.0f MiB and a %.0f MiB temporary",
+		      (double)t.window_median / MIB, HOT_MIB, temp_mib);
+	cr_expect_geq(t.heap_median, want, "median heap working set %.2f MiB per window: the temporaries are not the heap's",
+		      (double)t.heap_median / MIB);
+	wt_recording_free(&t.rec);
+}
+
+Test(access, a_4_mib_temporary_from_the_heap_counts_in_its_window_and_site)
+{
+	expect_temporaries_seen("4194304");
+}
+
+Test(access, a_48_mib_temporary_unmapped_at_free_counts_in_its_window_and_site)
+{
+	expect_temporaries_seen("50331648");
+}
+
+/* Allocated and freed, never written: nothing of it counts but the page
+ * the allocator writes its header in (a whole page is the unit). */
+Test(access, a_temporary_never_written_is_not_counted)
+{
+	need_written_pages();
+	const char *sizes[] = { "4194304", "50331648" };
+	for (size_t i = 0; i < 2; i++) {
+		struct temp_run t = { 0 };
+		temp_record(&t, sizes[i], "unwritten");
+		cr_expect_leq(t.site_accessed, t.temps * t.page,
+			      "%s-byte temporaries never written: %.1f MiB accessed at their site", sizes[i],
+			      (double)t.site_accessed / MIB);
+		cr_expect_leq((double)t.window_median / MIB, HOT_MIB + 1,
+			      "%s-byte temporaries never written: %.2f MiB per window", sizes[i],
+			      (double)t.window_median / MIB);
+		wt_recording_free(&t.rec);
+	}
+}
+
+/* The bundled example frees its blocks before its last window is
+ * recorded: what that window saw is the heap's, not memory of no block. */
+Test(access, the_bundled_examples_last_window_is_the_heaps)
+{
+	need_written_pages();
+	char *prog = wt_path(getenv("WSPROF_EXAMPLES"), "taskrt"), *trace = wt_path(wt_test_dir(), "t.wsp");
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ wt_wsprof(), "record", "-o", trace, "--", prog, NULL });
+	wt_assert_status(&r, 0, "wsprof record taskrt");
+	wt_result_free(&r);
+	free(prog);
+	struct wt_json *w = report_json((const char *[]){ wt_wsprof(), "report", "wss", "--json", trace, NULL }, &r);
+	const struct wt_json *series = wt_json_get(w, "series");
+	cr_assert(series && series->count, "no windows:\n%s", r.out);
+	const struct wt_json *last = &series->items[series->count - 1];
+	uint64_t bytes = wt_u64(last, "bytes"), heap = 0;
+	wt_json_u64(last, "by_kind.heap", &heap);
+	cr_expect_gt(bytes, 0, "the last window saw nothing");
+	cr_expect_geq((double)heap, 0.9 * (double)bytes, "the last window: %.2f MiB accessed, %.2f MiB of it the heap's",
+		      (double)bytes / MIB, (double)heap / MIB);
+	wt_json_free(w);
+	wt_result_free(&r);
+	free(trace);
 }
 
 /* ---- DAMON, against a sysfs tree of plain files -------------------------

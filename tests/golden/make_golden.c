@@ -58,8 +58,9 @@
  * MiB of pinned host memory (cuMemAllocHost, never accessed) from 8.250 to
  * 9.520 s. RSS: 40 MiB, 200 MiB more from 0.5 s, plus what was written of
  * the live blocks and the pinned memory; 1152 MiB at most (8.9-9.4 s).
- * Regions in no block: the main thread's stack, 12 KiB in every window,
- * and the freed config buffer's page in the first window.
+ * Regions in no block: the main thread's stack, 12 KiB in every window.
+ * The config buffer's page, written in the first window, goes to the
+ * config buffer, freed during that window.
  */
 #include "trace_builder.h"
 
