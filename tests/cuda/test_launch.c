@@ -211,3 +211,33 @@ Test(cuda_launch, at_most_max_regions_per_launch)
 {
 	check_route("linked", (const char *[]){ "WSPROF_MAX_REGIONS=10", NULL }, 10);
 }
+
+/* Blocks passed to launches and freed before the window that saw the
+ * launches closes (the program frees them and exits within one window)
+ * count for their kinds in it as possibly touched, never as memory of no
+ * block. */
+Test(cuda_launch, blocks_freed_within_the_window_of_their_launches_stay_theirs)
+{
+	struct wt_recording rec;
+	ct_record_ok(&rec, "cuda_launch", (const char *[]){ "WSPROF_WINDOW_MS=60000", NULL },
+		     (const char *[]){ "linked", NULL });
+	const char *argv[] = { wt_wsprof(), "report", "wss", "--json", rec.trace, NULL };
+	struct wt_result r;
+	wt_run(&r, argv);
+	wt_assert_status(&r, 0, "wsprof report wss");
+	char why[256];
+	struct wt_json *w = wt_json_parse(r.out, why, sizeof why);
+	cr_assert(w, "not JSON (%s):\n%s", why, r.out);
+	const struct wt_json *series = wt_json_get(w, "series");
+	cr_assert(series && series->count == 1, "not one window:\n%s", r.out);
+	uint64_t bytes = wt_u64(&series->items[0], "bytes"), device = 0, managed = 0;
+	wt_json_u64(&series->items[0], "by_kind.cuda_device", &device);
+	wt_json_u64(&series->items[0], "by_kind.cuda_managed", &managed);
+	cr_expect_gt(device, 0, "no device memory in the window:\n%s", r.out);
+	cr_expect_eq(wt_u64(&series->items[0], "unattributed"), 0, "launched blocks counted as memory of no block:\n%s",
+		     r.out);
+	cr_expect_eq(device + managed, bytes, "the launches' blocks are not all device or managed memory:\n%s", r.out);
+	wt_json_free(w);
+	wt_result_free(&r);
+	wt_recording_free(&rec);
+}
