@@ -399,7 +399,8 @@ def machine():
 def kept_block(path, name, missing):
     """A section of the output file that another hand owns, between
     <!-- name --> and <!-- /name -->, kept as it is: billion.sh writes
-    its own (bench/billion.sh -o), the profiles are written by hand."""
+    its own (bench/billion.sh -o), the profiles and release_cost.sh's
+    figures are written by hand."""
     try:
         with open(path) as f:
             m = re.search(r"<!-- " + re.escape(name) + r" -->.*?<!-- /" + re.escape(name) + r" -->\n", f.read(), re.S)
@@ -416,6 +417,8 @@ def document(rows, notes, args, started):
     profiles = kept_block(args.output, "profiles", "## Profiles\n\nNot written yet (perf, callgrind).\n")
     billion = kept_block(args.output, "billion.sh", "## The analyzer on long traces (bench/billion.sh)\n\n"
                          "Not measured yet: `bench/billion.sh -o BENCHMARKS.md build`.\n")
+    release = kept_block(args.output, "release_cost.sh", "## Reading released memory (bench/release_cost.sh)\n\n"
+                         "Not measured yet: `bench/release_cost.sh build`.\n")
     return f"""# Benchmarks: wsprof and heaptrack
 
 Written by `{cmd}{" --tiny" if args.tiny else ""}` on {started} UTC{" (tiny inputs: the figures mean nothing)" if args.tiny else ""}.
@@ -454,6 +457,7 @@ Seconds per million events (wall and CPU) to read the trace of the same run and 
 
 {profiles}
 {billion}
+{release}
 ## Reproduce
 
 ```sh

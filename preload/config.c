@@ -106,8 +106,8 @@ void wsp_config_load(void)
 	wsp_cfg.sample_bytes = env_uint("WSPROF_SAMPLE_BYTES", 0, 1u << 30, 0);
 	wsp_cfg.wp_pages = env_uint("WSPROF_WP_PAGES", 64, 1048576,
 				    wsp_cfg.window_ms * (wsp_cfg.sample_bytes ? 256u : 1536u) / 100u);
-	/* 1 GiB of released memory read per 100 ms at most: about 1.2 ms of
-	 * the hooks' time, at 4.5 ns a page fully written (BENCHMARKS.md). */
+	/* 1 GiB of released memory read per 100 ms at most: about 2 ms of the
+	 * hooks' time, at 2-9 ns a page (BENCHMARKS.md, release_cost.sh). */
 	uint64_t release = (uint64_t)wsp_cfg.window_ms * 262144u / 100u;
 	wsp_cfg.release_pages = env_uint("WSPROF_RELEASE_PAGES", 0, 1u << 24, release < (1u << 24) ? (unsigned)release : 1u << 24);
 	wsp_cfg.sample_seed = env_uint("WSPROF_SAMPLE_SEED", 0, UINT_MAX, 0);

@@ -418,7 +418,7 @@ void wsp_sampler_probe(void)
  * on a descriptor that is never closed while the hooks may use it (it is
  * switched off instead; a forked child, alone then, closes its parent's),
  * a budget counter, and the caller's stack for the regions. */
-#define RELEASE_VEC 16
+#define RELEASE_VEC 64
 #define RELEASE_REGIONS 16
 
 static _Atomic int release_fd = -1;      /* -1: off */
