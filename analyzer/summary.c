@@ -147,6 +147,7 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_string(&j, "note", p->access_note);
 	wsp_json_uint(&j, "window_ms", p->window_ms);
 	wsp_json_uint(&j, "wp_pages", p->wp_pages);
+	wsp_json_uint(&j, "release_pages", p->release_pages);
 	wsp_json_uint(&j, "max_regions", p->max_regions);
 	const struct wsp_wss *w = wsp_model_wss(l->model);
 	const struct wsp_wss_point *pts;
@@ -208,7 +209,10 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	if (p->access_sources) {
 		char sources[128];
 		printf("  access    %s", wsp_access_sources_text(p->access_sources, sources, sizeof sources));
-		printf(" (window %u ms, at most %u pages re-checked per window)%s%s\n", p->window_ms, p->wp_pages,
+		char released[96] = "";
+		if (p->release_pages && (p->access_sources & WSPROF_SOURCE_WRITES))
+			snprintf(released, sizeof released, ", large blocks read as they are freed up to %u pages", p->release_pages);
+		printf(" (window %u ms, at most %u pages re-checked%s per window)%s%s\n", p->window_ms, p->wp_pages, released,
 		       p->access_note[0] ? "; " : "", p->access_note);
 	}
 	char sampled[128];

@@ -29,12 +29,19 @@
  *   working set is over-counted by the pages that went cold since.
  *
  * Mappings come and go, so /proc/self/maps is read again every window: new
- * ranges are registered and armed (write-protected before anything is
- * counted: a fresh registration reports every page written); a range moved
- * by mremap loses its registration and is registered again at its new
- * address; a range replaced in place is found by the scan refusing it
- * (PM_SCAN_CHECK_WPASYNC) and registered again at once. Either way the
- * range's writes are lost for the window in which it changed.
+ * ranges are registered, and their present pages that are not the zero
+ * page are counted as written in this window before they are armed (in
+ * fresh anonymous memory, present means written since it appeared: what
+ * arming the range at once would have shown; a registration reports every
+ * page written, so only presence tells); a range moved by mremap loses its
+ * registration and is registered again at its new address, counted the
+ * same way (an upper bound: its pages moved with it); a range replaced in
+ * place is found by the scan refusing it (PM_SCAN_CHECK_WPASYNC), counted
+ * so from where the scan got to, and registered and armed again at once.
+ *
+ * Memory written and given back within one window is gone before the
+ * window is scanned: the hooks read it as it goes (wsp_sampler_release,
+ * "memory given back" below).
  *
  * Not registered: file mappings, shared memory, the main [stack],
  * [vvar]/[vdso], and wsprof's own memory as far as this file knows it: the
@@ -1011,9 +1018,11 @@ static bool writes_follow_maps(void)
 	return true;
 }
 
-/* The first window only registers and arms: nothing was watched before
- * it. (Arming at once instead would cost a forked child that is about to
- * exec a walk of all the memory it inherited.) */
+/* One window: the maps followed, each range scanned (or, new, counted
+ * and armed), the written regions recorded. The first window only
+ * registers and arms: nothing was watched before it. (Arming at once
+ * instead would cost a forked child that is about to exec a walk of all
+ * the memory it inherited.) */
 static void sample_writes(void)
 {
 	if (!writes_follow_maps())

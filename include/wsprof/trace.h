@@ -40,7 +40,7 @@ extern "C" {
 
 /* Trace format version this reader writes and understands (doc/trace-format.md). */
 #define WSPROF_FORMAT_MAJOR 2
-#define WSPROF_FORMAT_MINOR 0
+#define WSPROF_FORMAT_MINOR 1
 
 enum wsprof_error {
 	WSPROF_E_NOT_TRACE = -4097, /* the file is not a wsprof trace */
