@@ -80,6 +80,7 @@
 
 #include "wsprof/trace.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -500,9 +501,23 @@ void wsp_sampler_release(uint64_t addr, uint64_t len)
 		wsp_record_access(WSPROF_ACCESS_WRITES, 0, out, n);
 }
 
+/* Heap blocks are sized with the allocator's own malloc_usable_size, and
+ * only when it comes from the same library as the malloc it sizes: a
+ * program's allocator without one would have glibc's read a header that
+ * is not there. */
+static void release_check_sizer(void)
+{
+	Dl_info a, b;
+	if (wsp_real.malloc_usable_size && wsp_real.malloc &&
+	    (!dladdr((void *)wsp_real.malloc, &a) || !dladdr((void *)wsp_real.malloc_usable_size, &b) ||
+	     a.dli_fbase != b.dli_fbase))
+		wsp_real.malloc_usable_size = NULL;
+}
+
 /* The hooks read released memory while written pages are watched. */
 static void release_start(void)
 {
+	release_check_sizer();
 	if (release_kept < 0 && pagemap >= 0) {
 		int fd = dup(pagemap);
 		release_kept = fd >= 0 ? wsp_fd_move_high(fd) : -1;
