@@ -6,8 +6,15 @@
  * may have freed blocks it wrote during it (a temporary, a device buffer
  * passed to a kernel launch). The model keeps each freed block here, with
  * the time it ended, for as long as a window still open may have seen it,
- * and asks for the ones whose life overlapped a window: by departure (all
- * of them, oldest first), or by address within one region.
+ * and asks for the ones whose life overlapped a window: all of them, or
+ * by address within one region.
+ *
+ * One block is kept per address: a block freed where another was freed
+ * before (an allocator reusing its memory, a temporary after a temporary)
+ * takes its place, and the one before is let go. So memory stays bounded
+ * by the addresses a program frees within a window or two, not by how
+ * often it frees them; of the blocks freed at one address during a
+ * window, the last takes the window's accesses.
  */
 #ifndef WSP_DEPARTED_H
 #define WSP_DEPARTED_H
@@ -24,16 +31,18 @@ struct wsp_departed_block {
 
 struct wsp_departed;
 
-struct wsp_departed *wsp_departed_new(void);
+/* let_go is called for each block as it is let go (replaced or pruned). */
+struct wsp_departed *wsp_departed_new(void (*let_go)(struct wsp_departed_block *, void *), void *arg);
+/* Free, without letting go of the blocks left. */
 void wsp_departed_free(struct wsp_departed *d);
-/* A block ends at end_ns. @return 0 or -ENOMEM. */
+/* A block ends at end_ns. @return 0 or -ENOMEM (it is then let go at once). */
 int wsp_departed_add(struct wsp_departed *d, const struct wsp_block *b, uint64_t end_ns);
-/* Let go of the blocks that ended before `before`, oldest first, calling
- * fn (if not NULL) on each as it goes. */
-void wsp_departed_prune(struct wsp_departed *d, uint64_t before,
-			void (*fn)(struct wsp_departed_block *, void *), void *arg);
-/* The blocks kept, oldest first. @return their count. */
-size_t wsp_departed_all(const struct wsp_departed *d, struct wsp_departed_block **v);
+/* Let go of the blocks that ended before `before`. Cheap to call often:
+ * the table is swept only when `before` moved on by `every` since the
+ * last sweep. */
+void wsp_departed_prune(struct wsp_departed *d, uint64_t before, uint64_t every);
+/* Call fn for each block kept (in no particular order). */
+void wsp_departed_each(struct wsp_departed *d, void (*fn)(struct wsp_departed_block *, void *), void *arg);
 /* Call fn, in order of address, for each block kept that was live at some
  * moment of [start_ns, end_ns] (allocated by its end, freed after its
  * start) and overlaps [addr, addr + len), with the overlap [lo, hi).

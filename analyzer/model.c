@@ -461,23 +461,24 @@ static bool has_memory(const struct wsp_block *b)
 }
 
 /* A block that ends is kept (departed.h) until no open window can have
- * seen it: one that began before the current bucket, or before the last
- * window of written pages ended (less a window, as the next window's
- * start is measured by another clock than the events), cannot. Its
- * access figures reach its site when it is let go. */
+ * seen it: one that ended before the current bucket began, or before the
+ * last window of written pages ended, cannot (less a quarter window: the
+ * next window's start is measured by another clock than the events'
+ * times). Its access figures reach its site when it is let go. */
 static void depart(struct wsp_model *m, const struct wsp_block *b)
 {
 	if (m->totals_only || !has_memory(b) ||
-	    (!m->departed && !(m->departed = wsp_departed_new())) ||
-	    wsp_departed_add(m->departed, b, m->last_time)) {
+	    (!m->departed && !(m->departed = wsp_departed_new(settle_departed, m)))) {
 		settle_access(m, b, m->last_time);
 		return;
 	}
-	uint64_t window = m->window_ns ? m->window_ns : 100000000u;
+	if (wsp_departed_add(m->departed, b, m->last_time))
+		return;
+	uint64_t slack = (m->window_ns ? m->window_ns : 100000000u) / 4;
 	uint64_t open = m->wss ? wsp_wss_open_start(m->wss) : UINT64_MAX;
 	uint64_t seen = m->windowed_end ? m->windowed_end : m->last_time;
 	uint64_t before = open < seen ? open : seen;
-	wsp_departed_prune(m->departed, before > window ? before - window : 0, settle_departed, m);
+	wsp_departed_prune(m->departed, before > slack ? before - slack : 0, slack);
 }
 
 /* In a sampled trace the allocations between two sampled ones are not
@@ -1151,22 +1152,31 @@ static uint64_t regions_inside(const wsprof_region *r, size_t n, uint64_t lo, ui
 /* A window [start, end] of written pages or DAMON regions, to the blocks
  * freed during it: what they held of it, they may have been accessed by
  * (the memory can have been reused since: an upper bound). */
+struct departed_window {
+	const wsprof_event *ev;
+	uint64_t start;
+};
+
+static void note_departed(struct wsp_departed_block *d, void *arg)
+{
+	const struct departed_window *w = arg;
+	struct wsp_block *b = &d->b;
+	if (d->end_ns < w->start || b->time_ns > w->ev->time_ns)
+		return;
+	uint64_t hi = b->addr + b->size < b->addr ? UINT64_MAX : b->addr + b->size;
+	uint64_t bytes = regions_inside(w->ev->regions, w->ev->nregions, b->addr, hi);
+	if (!bytes)
+		return;
+	b->last_access_ns = d->end_ns;
+	if (bytes > b->accessed_bytes)
+		b->accessed_bytes = bytes;
+}
+
 static void note_departed_access(struct wsp_model *m, const wsprof_event *ev, uint64_t start)
 {
-	struct wsp_departed_block *v;
-	size_t n = m->departed ? wsp_departed_all(m->departed, &v) : 0;
-	for (size_t i = 0; i < n && ev->nregions; i++) {
-		struct wsp_block *b = &v[i].b;
-		if (v[i].end_ns < start || b->time_ns > ev->time_ns)
-			continue;
-		uint64_t hi = b->addr + b->size < b->addr ? UINT64_MAX : b->addr + b->size;
-		uint64_t bytes = regions_inside(ev->regions, ev->nregions, b->addr, hi);
-		if (!bytes)
-			continue;
-		b->last_access_ns = v[i].end_ns;
-		if (bytes > b->accessed_bytes)
-			b->accessed_bytes = bytes;
-	}
+	struct departed_window w = { ev, start };
+	if (m->departed && ev->nregions)
+		wsp_departed_each(m->departed, note_departed, &w);
 }
 
 /* Blocks freed during a bucket, for its bytes that no live block holds:
@@ -1806,6 +1816,17 @@ static void live_access(const struct wsp_model *m, const struct wsp_block *b, st
 	block_access(m, b, m->last_time, acc);
 }
 
+struct gone_access {
+	const struct wsp_model *m;
+	struct site_access *acc;
+};
+
+static void gone_access(struct wsp_departed_block *d, void *arg)
+{
+	struct gone_access *g = arg;
+	block_access(g->m, &d->b, d->end_ns, g->acc);
+}
+
 void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_site_stats *, void *), void *arg)
 {
 	struct site_access *acc = calloc(m->nsites ? m->nsites : 1, sizeof *acc);
@@ -1817,10 +1838,9 @@ void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_
 	for (size_t r = 0; acc && r < 3; r++)
 		for (size_t i = 0; i < m->ranges[r].n; i++)
 			live_access(m, &m->ranges[r].v[i], acc);
-	struct wsp_departed_block *gone;
-	size_t ngone = m->departed ? wsp_departed_all(m->departed, &gone) : 0;
-	for (size_t i = 0; acc && i < ngone; i++)
-		block_access(m, &gone[i].b, gone[i].end_ns, acc);
+	struct gone_access ga = { m, acc };
+	if (acc && m->departed)
+		wsp_departed_each(m->departed, gone_access, &ga);
 	for (size_t i = 0; i < m->nsites; i++) {
 		const struct site *s = &m->sites[i];
 		struct wsp_site_stats st = {

@@ -18,6 +18,7 @@ struct wsp_wss {
 	size_t npoints, cap;
 	bool open;
 	struct wsp_wss_point cur;
+	uint64_t cur_from;  /* the earliest start of the open bucket's samples (a window may start before it) */
 	wsprof_region *regions[WSPROF_ACCESS_SOURCE_COUNT]; /* of the open bucket */
 	size_t nregions[WSPROF_ACCESS_SOURCE_COUNT], rcap[WSPROF_ACCESS_SOURCE_COUNT];
 };
@@ -91,7 +92,7 @@ static int close_bucket(struct wsp_wss *w)
 	nall = merge(all, nall);
 	for (size_t i = 0; i < nall; i++)
 		w->cur.unattributed_bytes +=
-			w->attribute(w->ctx, w->cur.start_ns, w->cur.end_ns, all[i].addr, all[i].len, w->cur.kind_bytes);
+			w->attribute(w->ctx, w->cur_from, w->cur.end_ns, all[i].addr, all[i].len, w->cur.kind_bytes);
 	free(all);
 	if (wsp_grow(&w->points, &w->cap, w->npoints + 1, sizeof *w->points))
 		return -ENOMEM;
@@ -119,8 +120,11 @@ int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t wi
 		memset(&w->cur, 0, sizeof w->cur);
 		/* --window buckets sit on multiples of their length. */
 		w->cur.start_ns = w->bucket_ns ? start - start % w->bucket_ns : start;
+		w->cur_from = w->cur.start_ns;
 		w->open = true;
 	}
+	if (start < w->cur_from)
+		w->cur_from = start;
 	/* A window that joins a bucket a moment opened (a launch, a block
 	 * read as it was freed) starts it. */
 	if (!w->bucket_ns && start < w->cur.start_ns)
@@ -138,7 +142,7 @@ int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t wi
 
 uint64_t wsp_wss_open_start(const struct wsp_wss *w)
 {
-	return w->open ? w->cur.start_ns : UINT64_MAX;
+	return w->open ? w->cur_from : UINT64_MAX;
 }
 
 int wsp_wss_finish(struct wsp_wss *w)
