@@ -2,7 +2,7 @@
  * temporaries - one block kept hot, and temporaries written and freed
  * within every window: memory a window scan alone never sees.
  *
- * usage: temporaries EXPECT TEMP_BYTES written|unwritten MS
+ * usage: temporaries EXPECT TEMP_BYTES written|unwritten|mapped MS
  *
  * An 8 MiB block (hot_site) is written one word per page over and
  * over. Every 10 ms a temporary of TEMP_BYTES is malloc'd (temp_site),
@@ -10,7 +10,10 @@
  * once, for MS milliseconds (phase "steady"). glibc serves a 48 MiB
  * temporary with mmap and unmaps it at free; a 4 MiB one too at first,
  * then, once that free raised its mmap threshold, from the brk heap, where
- * the same pages serve the next one. The expect file:
+ * the same pages serve the next one. Mapped: every 100 ms instead, a new
+ * private anonymous mapping of TEMP_BYTES (mmap_site) is made, written
+ * whole and kept, so each window sees memory that appeared in it. The
+ * expect file:
  *   {"pid": P, "page_size": S, "hot": A, "hot_size": N, "temp_size": T, "temps": K}
  */
 #include "account.h"
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +48,13 @@ static void __attribute__((noinline)) temp_site(size_t size, int write)
 	free(t);
 }
 
+static void __attribute__((noinline)) mmap_site(size_t size)
+{
+	char *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); /* SITE:mmap_site */
+	if (m != MAP_FAILED)
+		memset(m, 1, size);
+}
+
 static char *__attribute__((noinline)) hot_site(void)
 {
 	char *hot = malloc(HOT_SIZE); /* SITE:hot_site */
@@ -54,12 +65,12 @@ static char *__attribute__((noinline)) hot_site(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 5 || (strcmp(argv[3], "written") && strcmp(argv[3], "unwritten"))) {
-		complain("usage: temporaries EXPECT TEMP_BYTES written|unwritten MS");
+	if (argc != 5 || (strcmp(argv[3], "written") && strcmp(argv[3], "unwritten") && strcmp(argv[3], "mapped"))) {
+		complain("usage: temporaries EXPECT TEMP_BYTES written|unwritten|mapped MS");
 		return 2;
 	}
 	size_t temp = strtoull(argv[2], NULL, 10), page = (size_t)sysconf(_SC_PAGESIZE);
-	int write = strcmp(argv[3], "written") == 0;
+	int write = strcmp(argv[3], "written") == 0, mapped = strcmp(argv[3], "mapped") == 0;
 	uint64_t ms = strtoull(argv[4], NULL, 10);
 	volatile char *hot = hot_site();
 	if (!hot)
@@ -71,9 +82,12 @@ int main(int argc, char **argv)
 		for (size_t off = 0; off < HOT_SIZE; off += page)
 			hot[off] = (char)round;
 		if (now_ns() >= next) {
-			temp_site(temp, write);
+			if (mapped)
+				mmap_site(temp);
+			else
+				temp_site(temp, write);
 			temps++;
-			next += 10000000u;
+			next += mapped ? 100000000u : 10000000u;
 		}
 	}
 	wsprof_phase_pop();
