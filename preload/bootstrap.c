@@ -76,5 +76,6 @@ void wsp_real_resolve(void)
 	RESOLVE(fexecve);
 	RESOLVE(_exit);
 	RESOLVE(malloc_usable_size);
+	RESOLVE(pthread_getattr_np);
 	atomic_store_explicit(&done, true, memory_order_release);
 }

@@ -99,14 +99,18 @@ static struct wsp_unwind_memo *memo_of(struct wsp_thread *t)
 {
 	if (t->memo)
 		return t->memo;
+	if (wsp_tls.in_getattr)
+		return NULL; /* it holds the lock pthread_getattr_np takes: ask later */
 	struct wsp_unwind_memo *u = wsp_pages_alloc(sizeof *u);
 	if (!u)
 		return NULL;
 	memset(u, 0, sizeof *u);
+	/* The guard is held (the hook's), so what glibc allocates inside passes
+	 * through; never from inside the program's own call (above). */
 	pthread_attr_t attr;
 	void *lo;
 	size_t len;
-	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+	if (wsp_real.pthread_getattr_np && wsp_real.pthread_getattr_np(pthread_self(), &attr) == 0) {
 		if (pthread_attr_getstack(&attr, &lo, &len) == 0) {
 			u->stack_lo = (uintptr_t)lo;
 			u->stack_hi = (uintptr_t)lo + len;

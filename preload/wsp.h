@@ -53,6 +53,7 @@ struct wsp_tls {
 	int guard;                 /* >0 while inside wsprof on this thread */
 	bool writing;              /* holds the writer lock: must never wait for the writer */
 	int cuda_depth;            /* inside a CUDA runtime entry point */
+	int in_getattr;            /* inside the program's pthread_getattr_np (hooks_pthread.c) */
 	bool cuda_recorded;        /* ... and the driver level recorded its outcome */
 	struct wsp_thread *thread; /* this thread's recorder state, lazily made */
 };
@@ -136,6 +137,7 @@ struct wsp_real {
 	int (*fexecve)(int, char *const[], char *const[]);
 	void (*_exit)(int);
 	size_t (*malloc_usable_size)(void *);
+	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
 };
 extern struct wsp_real wsp_real;
 

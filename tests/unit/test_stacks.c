@@ -2,9 +2,10 @@
  * test_stacks.c - stack capture and the shared prefix tree of
  * preload/stacks.c, compiled into this test with preload/mem.c.
  *
- * The rest of the preload library is replaced by the one symbol these two
- * files need: wsp_addr_in_self, which here counts the preload's own
- * functions (those named wsp_*, found with dladdr) as wsprof's frames.
+ * The rest of the preload library is replaced by the symbols these files
+ * need: wsp_addr_in_self, which here counts the preload's own functions
+ * (those named wsp_*, found with dladdr) as wsprof's frames; wsp_real, of
+ * which only glibc's pthread_getattr_np is used; and the thread's wsp_tls.
  * STACK records are decoded with src/format.h and checked as a reader
  * would use them: every node defined once, before use, and each stack's
  * node chain giving back its frames innermost first - also when two
@@ -30,6 +31,9 @@ bool wsp_addr_in_self(uintptr_t ip)
 	return count_own_frames && dladdr((void *)ip, &info) && info.dli_sname &&
 	       strncmp(info.dli_sname, "wsp_", 4) == 0;
 }
+
+struct wsp_real wsp_real = { .pthread_getattr_np = pthread_getattr_np };
+WSP_TLS struct wsp_tls wsp_tls;
 
 /* ---- decoding what interning wrote ------------------------------------ */
 
