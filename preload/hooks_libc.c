@@ -33,16 +33,42 @@
 #define HEAP WSPROF_KIND_HEAP
 #define MMAP WSPROF_KIND_MMAP
 
-static void note_alloc(unsigned kind, unsigned op, void *p, size_t size)
+/* mmap, munmap and mremap are what allocators call from inside their own
+ * critical sections: jemalloc while it initialises, tcmalloc growing its
+ * heap while it unwinds with libunwind, libunwind filling its memory pools.
+ * So such a call never starts recording (the start creates threads, which
+ * allocate: they would come back into the allocator that holds its lock),
+ * and one made by libunwind itself is never recorded (recording unwinds
+ * with libunwind, which would wait on the lock its caller holds). Both
+ * pass untraced; recording starts at the next malloc-family call, outside
+ * the allocator, or in wsprof's constructor. A call that is recorded
+ * never asks for the thread's stack bounds (no_stack_query): glibc's
+ * answer reallocs, into the allocator whose lock may be held. */
+static inline bool map_enter(uintptr_t caller)
+{
+	int s = atomic_load_explicit(&wsp_state, memory_order_acquire);
+	if (s == WSP_UNINIT || (s == WSP_ACTIVE && wsp_addr_in_unwinder(caller)) || !wsp_enter())
+		return false;
+	wsp_tls.no_stack_query++;
+	return true;
+}
+
+static inline void map_leave(int e)
+{
+	wsp_tls.no_stack_query--;
+	wsp_leave(e);
+}
+
+static void note_map(void *p, size_t size, uintptr_t caller)
 {
 	int e = errno;
-	if (!wsp_enter())
+	if (!map_enter(caller))
 		return;
 	if (p)
-		wsp_record_alloc(kind, op, p, size);
+		wsp_record_alloc(MMAP, WSPROF_OP_MMAP, p, size);
 	else
-		wsp_record_fail(kind, op, size);
-	wsp_leave(e);
+		wsp_record_fail(MMAP, WSPROF_OP_MMAP, size);
+	map_leave(e);
 }
 
 /* A heap block sampled (every one without WSPROF_SAMPLE_BYTES, see
@@ -313,18 +339,23 @@ static void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 	return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
 }
 
-WSPROF_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static inline void *map_from(uintptr_t caller, void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	if (need_real((void *)wsp_real.mmap) && !wsp_real.mmap)
 		return sys_mmap(addr, len, prot, flags, fd, off);
 	void *p = wsp_real.mmap(addr, len, prot, flags, fd, off);
-	note_alloc(MMAP, WSPROF_OP_MMAP, p == MAP_FAILED ? NULL : p, len);
+	note_map(p == MAP_FAILED ? NULL : p, len, caller);
 	return p;
+}
+
+WSPROF_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return map_from((uintptr_t)__builtin_return_address(0), addr, len, prot, flags, fd, off);
 }
 
 WSPROF_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return mmap(addr, len, prot, flags, fd, off);
+	return map_from((uintptr_t)__builtin_return_address(0), addr, len, prot, flags, fd, off);
 }
 
 WSPROF_EXPORT int munmap(void *addr, size_t len)
@@ -332,10 +363,10 @@ WSPROF_EXPORT int munmap(void *addr, size_t len)
 	if (need_real((void *)wsp_real.munmap) && !wsp_real.munmap)
 		return sys_munmap(addr, len);
 	int e = errno;
-	if (len && ((uintptr_t)addr & 4095) == 0 && wsp_enter()) {
+	if (len && ((uintptr_t)addr & 4095) == 0 && map_enter((uintptr_t)__builtin_return_address(0))) {
 		wsp_sampler_release((uintptr_t)addr, len);
 		wsp_record_unmap(addr, len);
-		wsp_leave(e);
+		map_leave(e);
 	}
 	return wsp_real.munmap(addr, len);
 }
@@ -354,23 +385,24 @@ WSPROF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags,
 	}
 	/* old_len 0 duplicates a shared mapping: the old one stays. */
 	int e = errno;
-	bool rec = wsp_enter();
+	bool rec = map_enter((uintptr_t)__builtin_return_address(0));
 	if (rec) {
 		if (old_len) {
 			wsp_sampler_release((uintptr_t)old, old_len);
 			wsp_record_move(MMAP, WSPROF_OP_MREMAP, old, old_len);
 		}
-		wsp_leave(e);
+		map_leave(e);
 	}
 	void *p = real_mremap(old, old_len, new_len, flags, want);
 	if (rec) {
 		e = errno;
 		if (wsp_enter()) {
+			wsp_tls.no_stack_query++;
 			if (p != MAP_FAILED)
 				wsp_record_alloc(MMAP, WSPROF_OP_MREMAP, p, new_len);
 			else
 				wsp_record_fail(MMAP, WSPROF_OP_MREMAP, new_len);
-			wsp_leave(e);
+			map_leave(e);
 		}
 	}
 	return p;

@@ -8,7 +8,7 @@
  * into wsprof, which asked pthread_getattr_np for the thread's stack
  * (stacks.c, once per thread) and waited forever on the lock it already
  * held: every Rust program (std::rt::init) and the JVM's threads hung.
- * While the program's call runs, the thread is marked (wsp_tls.in_getattr)
+ * While the program's call runs, the thread is marked (wsp_tls.no_stack_query)
  * and stacks.c does not ask: what the call allocates is recorded as any
  * allocation, its stack unwound without the memo that needs the bounds,
  * which is made at the thread's next allocation instead.
@@ -25,8 +25,8 @@ WSPROF_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
 		wsp_real_resolve();
 	if (!wsp_real.pthread_getattr_np)
 		return EAGAIN; /* another thread is resolving: as glibc says when it cannot allocate */
-	wsp_tls.in_getattr++;
+	wsp_tls.no_stack_query++;
 	int r = wsp_real.pthread_getattr_np(th, attr);
-	wsp_tls.in_getattr--;
+	wsp_tls.no_stack_query--;
 	return r;
 }

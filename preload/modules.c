@@ -36,7 +36,7 @@ struct known {
 static pthread_mutex_t mod_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct known *known;
 static size_t nknown;
-static uintptr_t self_lo, self_hi;
+static uintptr_t self_lo, self_hi, unwinder_lo, unwinder_hi;
 static unsigned long long seen_adds, seen_subs;
 _Atomic bool wsp_dl_recent;
 static _Atomic uint64_t dl_call_ns;
@@ -45,6 +45,11 @@ static _Atomic uint64_t dl_call_ns;
 bool wsp_addr_in_self(uintptr_t ip)
 {
 	return ip >= self_lo && ip < self_hi;
+}
+
+bool wsp_addr_in_unwinder(uintptr_t ip)
+{
+	return ip >= unwinder_lo && ip < unwinder_hi;
 }
 
 static uint64_t hash_name(const char *s)
@@ -209,10 +214,12 @@ void wsp_modules_reset(void)
 	nknown = 0;
 }
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+/* The loaded extent of the object holding an address: arg points at
+ * { address, lo, hi }. */
+static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
-	uintptr_t me = (uintptr_t)arg, lo = UINTPTR_MAX, hi = 0;
+	uintptr_t *want = arg, me = want[0], lo = UINTPTR_MAX, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD)
@@ -224,8 +231,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 			hi = a + ph->p_memsz;
 	}
 	if (me >= lo && me < hi) {
-		self_lo = lo;
-		self_hi = hi;
+		want[1] = lo;
+		want[2] = hi;
 		return 1;
 	}
 	return 0;
@@ -233,7 +240,13 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 
 void wsp_modules_init(void)
 {
-	dl_iterate_phdr(find_self, (void *)(uintptr_t)&wsp_modules_init);
+	uintptr_t self[3] = { (uintptr_t)&wsp_modules_init, 0, 0 }, unwinder[3] = { wsp_unwinder_address(), 0, 0 };
+	dl_iterate_phdr(find_object, self);
+	self_lo = self[1];
+	self_hi = self[2];
+	dl_iterate_phdr(find_object, unwinder);
+	unwinder_lo = unwinder[1];
+	unwinder_hi = unwinder[2];
 	wsp_modules_check();
 }
 

@@ -54,6 +54,11 @@ void wsp_stacks_init(void)
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
+uintptr_t wsp_unwinder_address(void)
+{
+	return (uintptr_t)&unw_backtrace;
+}
+
 /* ---- capture, and the unwind memo ------------------------------------
  *
  * A program allocates from the same few paths over and over, and
@@ -99,8 +104,8 @@ static struct wsp_unwind_memo *memo_of(struct wsp_thread *t)
 {
 	if (t->memo)
 		return t->memo;
-	if (wsp_tls.in_getattr)
-		return NULL; /* it holds the lock pthread_getattr_np takes: ask later */
+	if (wsp_tls.no_stack_query)
+		return NULL; /* a lock pthread_getattr_np or its realloc takes may be held: ask later */
 	struct wsp_unwind_memo *u = wsp_pages_alloc(sizeof *u);
 	if (!u)
 		return NULL;

@@ -53,7 +53,10 @@ struct wsp_tls {
 	int guard;                 /* >0 while inside wsprof on this thread */
 	bool writing;              /* holds the writer lock: must never wait for the writer */
 	int cuda_depth;            /* inside a CUDA runtime entry point */
-	int in_getattr;            /* inside the program's pthread_getattr_np (hooks_pthread.c) */
+	/* >0: the thread may hold a lock pthread_getattr_np or the allocator
+	 * takes (inside the program's pthread_getattr_np, or an allocator's
+	 * mmap): stacks.c must not ask for the thread's stack bounds now. */
+	int no_stack_query;
 	bool cuda_recorded;        /* ... and the driver level recorded its outcome */
 	struct wsp_thread *thread; /* this thread's recorder state, lazily made */
 };
@@ -302,6 +305,8 @@ void wsp_record_exec(const char *path);
 
 #define WSP_STACK_RECORD_MAX 32
 void wsp_stacks_init(void);
+/* An address in the unwinder's code (modules.c finds its extent). */
+uintptr_t wsp_unwinder_address(void);
 /* Unwind the caller's stack, skipping wsprof's own frames; *id: the stack's
  * id when the thread's unwind memo knows it, else 0 (intern it, then
  * wsp_stack_remember_id). @return depth. */
@@ -344,6 +349,9 @@ extern _Atomic bool wsp_dl_recent;
 /* Forget what was recorded (a forked child starts a new trace). */
 void wsp_modules_reset(void);
 bool wsp_addr_in_self(uintptr_t ip);
+/* Is ip in the unwinder's code (libunwind)? An allocator that unwinds with
+ * it (tcmalloc's heap profiler) calls mmap holding its locks. */
+bool wsp_addr_in_unwinder(uintptr_t ip);
 void wsp_modules_lock(void);
 void wsp_modules_unlock(void);
 

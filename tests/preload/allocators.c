@@ -1,0 +1,65 @@
+/*
+ * allocators.c - programs on allocators of their own: alloc_threads
+ * linked with jemalloc, tcmalloc and tcmalloc_minimal (tests/progs), and
+ * the plain alloc_threads with jemalloc preloaded in front.
+ *
+ * wsprof's interposed functions must reach the program's allocator, and
+ * must never wait on its locks: jemalloc maps memory while it holds an
+ * arena's lock (and while it initialises), tcmalloc while it unwinds with
+ * libunwind. Each program must run to its end under wsprof record, its
+ * trace complete and its own allocations all counted, from two threads.
+ * The programs are built where their allocator's development package is
+ * installed (./dev.sh installs them); a test skips, saying so, where it
+ * is not.
+ */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+TestSuite(allocators, .fini = wt_cleanup, .timeout = 60);
+
+static void expect_counted(const char *prog, const char *const env[], const char *caller)
+{
+	char *path = wt_prog(prog);
+	if (access(path, X_OK) != 0)
+		cr_skip_test("%s was not built: install libjemalloc-dev and libgoogle-perftools-dev (./dev.sh does)", prog);
+	struct wt_recording rec;
+	wt_record_with(&rec, env, NULL, path, (const char *[]){ "2", "3", "500", NULL });
+	free(path);
+	wt_assert_status(&rec.run, 0, "wsprof record");
+	cr_assert(rec.expect, "%s wrote no expect file", prog);
+	struct wt_json *s = wt_summary(rec.trace, (const char *[]){ caller, NULL });
+	wt_assert_counted(s, rec.expect, prog);
+	bool complete = false;
+	cr_expect(wt_json_bool(s, "complete", &complete) && complete, "%s: the trace is not complete", prog);
+	wt_json_free(s);
+	wt_recording_free(&rec);
+}
+
+Test(allocators, linked_with_jemalloc)
+{
+	expect_counted("alloc_threads_jemalloc", NULL, "alloc_threads_jemalloc");
+}
+
+Test(allocators, linked_with_tcmalloc)
+{
+	expect_counted("alloc_threads_tcmalloc", NULL, "alloc_threads_tcmalloc");
+}
+
+Test(allocators, linked_with_tcmalloc_minimal)
+{
+	expect_counted("alloc_threads_tcmalloc_minimal", NULL, "alloc_threads_tcmalloc_minimal");
+}
+
+Test(allocators, jemalloc_preloaded_in_front)
+{
+	const char *so = getenv("WSPROF_TEST_JEMALLOC");
+	if (!so || !*so || access(so, R_OK) != 0)
+		cr_skip_test("no libjemalloc.so.2: install libjemalloc-dev (./dev.sh does)");
+	char env[4200];
+	snprintf(env, sizeof env, "LD_PRELOAD=%s", so);
+	expect_counted("alloc_threads", (const char *[]){ env, NULL }, "alloc_threads");
+}
