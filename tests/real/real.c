@@ -14,7 +14,9 @@
  * written. The programs are Debian's (./dev.sh installs them): python3
  * running part of its own test suite (libpython3.11-testsuite), perl, git
  * on a scratch repository, gcc compiling and linking a C file, sqlite3
- * running a scripted workload, zstd compressing and decompressing.
+ * running a scripted workload, zstd compressing and decompressing, rustc
+ * building a threaded Rust program that then runs, javac and java with
+ * threads and a garbage collection, node with a worker thread.
  */
 #include "harness.h"
 
@@ -529,6 +531,130 @@ Test(real, zstd_compresses_and_decompresses)
 		},
 		.files = { "data.zst", "back", NULL },
 		.verify = zstd_verify,
+	};
+	run_scenario(&s);
+}
+
+/* ---- Rust, Java, node: runtimes that hung or lost their end -----------
+ * Every Rust program (std's start-up asks glibc for the main thread's
+ * stack, which allocates holding a lock) and the JVM's threads hung under
+ * wsprof before it interposed pthread_getattr_np (tests/preload/locks.c). */
+
+static const char rust_program[] =
+	"use std::collections::{BTreeMap, HashMap};\n"
+	"use std::sync::{Arc, Mutex};\n"
+	"use std::thread;\n"
+	"fn main() {\n"
+	"    let totals = Arc::new(Mutex::new(BTreeMap::new()));\n"
+	"    let workers: Vec<_> = (0..4u64).map(|id| {\n"
+	"        let totals = Arc::clone(&totals);\n"
+	"        thread::spawn(move || {\n"
+	"            let mut words: HashMap<String, u64> = HashMap::new();\n"
+	"            for i in 0..50000u64 { *words.entry(format!(\"w{}\", (i * 7919 + id) % 5000)).or_insert(0) += i; }\n"
+	"            let mut v: Vec<u64> = words.values().cloned().collect();\n"
+	"            v.sort();\n"
+	"            totals.lock().unwrap().insert(id, (words.len(), v[v.len() / 2]));\n"
+	"        })\n"
+	"    }).collect();\n"
+	"    for w in workers { w.join().unwrap(); }\n"
+	"    for (id, (n, median)) in totals.lock().unwrap().iter() { println!(\"worker {} words {} median {}\", id, n, median); }\n"
+	"}\n";
+
+static void rust_prepare(const char *work)
+{
+	write_text(work, "words.rs", rust_program);
+}
+
+Test(real, rust_compiles_and_runs_threads_and_collections)
+{
+	need_program("/usr/bin/rustc", "rustc");
+	/* rustc is itself a Rust program (with LLVM inside); the program it
+	 * builds has four threads, hash maps and a B-tree. */
+	struct scenario s = {
+		.name = "rust",
+		.env = { "LC_ALL=C", NULL },
+		.prepare = rust_prepare,
+		.steps = {
+			{ { "/usr/bin/rustc", "-O", "-C", "codegen-units=1", "words.rs", "-o", "words", NULL } },
+			{ { "./words", NULL } },
+		},
+		.files = { NULL },
+	};
+	run_scenario(&s);
+}
+
+static const char java_program[] =
+	"import java.util.*;\n"
+	"public class Words {\n"
+	"  public static void main(String[] args) throws Exception {\n"
+	"    Map<Integer, Integer> sizes = Collections.synchronizedMap(new TreeMap<>());\n"
+	"    Thread[] t = new Thread[4];\n"
+	"    for (int k = 0; k < 4; k++) {\n"
+	"      final int id = k;\n"
+	"      t[k] = new Thread(() -> {\n"
+	"        Map<String, Integer> m = new HashMap<>();\n"
+	"        for (int i = 0; i < 200000; i++) m.merge(\"w\" + ((i * 7919 + id) % 50000), 1, Integer::sum);\n"
+	"        sizes.put(id, m.size());\n"
+	"      });\n"
+	"      t[k].start();\n"
+	"    }\n"
+	"    for (Thread x : t) x.join();\n"
+	"    System.gc();\n"
+	"    System.out.println(sizes);\n"
+	"  }\n"
+	"}\n";
+
+static void java_prepare(const char *work)
+{
+	write_text(work, "Words.java", java_program);
+}
+
+Test(real, java_compiles_and_runs_threads_and_gc)
+{
+	need_program("/usr/bin/javac", "openjdk-17-jdk-headless");
+	/* javac and java are both the JVM: dozens of threads, a garbage
+	 * collector, memory reserved and committed piecemeal. */
+	struct scenario s = {
+		.name = "java",
+		.env = { "LC_ALL=C", NULL },
+		.prepare = java_prepare,
+		.steps = {
+			{ { "/usr/bin/javac", "Words.java", NULL } },
+			{ { "/usr/bin/java", "-Xmx256m", "-cp", ".", "Words", NULL } },
+			{ { "/usr/bin/java", "-version", NULL } },
+		},
+		.files = { "Words.class", NULL },
+	};
+	run_scenario(&s);
+}
+
+static const char node_program[] =
+	"const { Worker, isMainThread, parentPort } = require('worker_threads');\n"
+	"if (isMainThread) {\n"
+	"  const w = new Worker(__filename);\n"
+	"  w.on('message', (n) => { const m = new Map(); for (let i = 0; i < 100000; i++) m.set('k' + i, i);\n"
+	"    console.log('worker', n, 'main', m.size); });\n"
+	"} else {\n"
+	"  const a = []; for (let i = 0; i < 200000; i++) a.push({ i, s: 'v' + i });\n"
+	"  parentPort.postMessage(a.length);\n"
+	"}\n";
+
+static void node_prepare(const char *work)
+{
+	write_text(work, "work.js", node_program);
+}
+
+Test(real, node_runs_a_worker_thread)
+{
+	need_program("/usr/bin/node", "nodejs");
+	struct scenario s = {
+		.name = "node",
+		.env = { "LC_ALL=C", NULL },
+		.prepare = node_prepare,
+		.steps = {
+			{ { "/usr/bin/node", "work.js", NULL } },
+		},
+		.files = { NULL },
 	};
 	run_scenario(&s);
 }
