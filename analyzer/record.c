@@ -27,6 +27,32 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+/* The program, once started; 0 before (and in the child until it execs). */
+static volatile sig_atomic_t child_pid;
+
+/* SIGINT, SIGQUIT, SIGHUP and SIGTERM sent to wsprof alone (kill, a job
+ * runner's timeout: si_code SI_USER, SI_QUEUE, SI_TKILL) are the
+ * program's: passed on, and wsprof waits for it to end. The terminal's
+ * (si_code SI_KERNEL) already reach the program, which is in the same
+ * foreground process group, and are not sent twice. */
+static void pass_on(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	int saved = errno;
+	if (child_pid > 0 && si->si_code <= 0)
+		kill((pid_t)child_pid, sig);
+	errno = saved;
+}
+
+static void pass_signals_on(void)
+{
+	static const int sigs[] = { SIGINT, SIGQUIT, SIGHUP, SIGTERM };
+	struct sigaction sa = { .sa_sigaction = pass_on, .sa_flags = SA_SIGINFO | SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
 static void usage(FILE *out)
 {
 	fputs("usage: wsprof record [-o FILE] [--no-follow] [--stack-depth N] [--flush-ms N] [--sample-bytes N]\n"
@@ -264,20 +290,25 @@ int wsp_cmd_record(int argc, char **argv)
 	if (untraced)
 		fprintf(stderr, "wsprof: %s %s: the loader ignores LD_PRELOAD for it, so it runs untraced "
 			"(to trace it, record a copy without the set-ID bit or capabilities)\n", prog, why);
-	pid_t pid = fork();
+	/* Handlers before the fork, so no signal falls between; exec resets
+	 * them in the program. */
+	pass_signals_on();
+	pid_t parent = getpid(), pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "wsprof: cannot fork: %s\n", strerror(errno));
 		unlink(manifest);
 		return 1;
 	}
 	if (pid == 0) {
+		/* Never left running after wsprof: killed with it, even by SIGKILL. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(128 + SIGKILL);
 		execv(prog, argv + optind);
 		fprintf(stderr, "wsprof: cannot run %s: %s\n", prog, strerror(errno));
 		_exit(127);
 	}
-	/* Like time(1): the terminal's signals are for the program. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
+	child_pid = pid;
 	int status;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;

@@ -5,13 +5,21 @@
  * The program's exit status comes back unchanged, its stdout is the same
  * byte for byte as in a plain run, `-o` never overwrites an existing file
  * (and then does not run the program at all), and a program that cannot
- * be found gives 127.
+ * be found gives 127. A signal sent to wsprof record (SIGTERM, SIGHUP,
+ * SIGINT, SIGQUIT with kill) is passed on to the program, whose end wsprof
+ * reports; wsprof record killed outright takes the program with it.
  */
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 TestSuite(record, .fini = wt_cleanup, .timeout = 60);
 
@@ -78,5 +86,85 @@ Test(record, a_missing_program_gives_127)
 	cr_expect(strstr(r.err, "no-such-program") != NULL, "the error does not name the program:\n%s", r.err);
 	wt_result_free(&r);
 	free(missing);
+	free(trace);
+}
+
+/* wsprof record of `sleep 30`, started in the background: its pid, and
+ * the sleep's (the child it waits for) once it runs. */
+static pid_t record_sleep(const char *trace, pid_t *sleeper)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		execl(wt_wsprof(), wt_wsprof(), "record", "-o", trace, "--", "/bin/sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	char path[64], text[64] = "";
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	for (int i = 0; i < 500 && !text[0]; i++) { /* up to 5 s */
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (!fgets(text, sizeof text, f))
+				text[0] = 0;
+			fclose(f);
+		}
+		if (!text[0])
+			usleep(10000);
+	}
+	*sleeper = (pid_t)atoi(text);
+	cr_assert_gt(*sleeper, 0, "wsprof record started no program");
+	usleep(200000); /* the program past exec, under the preload */
+	return pid;
+}
+
+static bool gone_within(pid_t pid, int ms)
+{
+	for (int i = 0; i < ms / 10; i++, usleep(10000))
+		if (kill(pid, 0) != 0 && errno == ESRCH)
+			return true;
+	return false;
+}
+
+static void expect_passed_on(int sig)
+{
+	char *trace = wt_path(wt_test_dir(), "t.wsp");
+	pid_t sleeper, record = record_sleep(trace, &sleeper);
+	cr_assert_eq(kill(record, sig), 0);
+	int status;
+	cr_assert_eq(waitpid(record, &status, 0), record);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig,
+		  "wsprof record did not pass on signal %d and report it (status %#x)", sig, status);
+	cr_expect(gone_within(sleeper, 2000), "the program outlived wsprof record");
+	struct wt_json *s = wt_summary(trace, NULL);
+	bool complete = false;
+	cr_expect(wt_json_bool(s, "complete", &complete) && complete, "the trace is not complete");
+	wt_json_free(s);
+	free(trace);
+}
+
+Test(record, sigterm_sent_to_wsprof_record_reaches_the_program)
+{
+	expect_passed_on(SIGTERM);
+}
+
+Test(record, sighup_sent_to_wsprof_record_reaches_the_program)
+{
+	expect_passed_on(SIGHUP);
+}
+
+Test(record, sigint_sent_to_wsprof_record_reaches_the_program)
+{
+	expect_passed_on(SIGINT);
+}
+
+Test(record, a_program_never_outlives_wsprof_record_killed_outright)
+{
+	char *trace = wt_path(wt_test_dir(), "t.wsp");
+	pid_t sleeper, record = record_sleep(trace, &sleeper);
+	cr_assert_eq(kill(record, SIGKILL), 0);
+	int status;
+	cr_assert_eq(waitpid(record, &status, 0), record);
+	cr_expect(gone_within(sleeper, 2000), "the program is left running after wsprof record was killed");
+	kill(sleeper, SIGKILL);
 	free(trace);
 }
