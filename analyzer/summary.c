@@ -91,6 +91,8 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_bool(&j, "follow", p->follow);
 	if (p->sample_bytes)
 		wsp_json_uint(&j, "sample_bytes", p->sample_bytes);
+	wsp_json_string(&j, "allocator", p->allocator[0] ? p->allocator : NULL);
+	wsp_json_uint(&j, "untraced_calls", l->status.untraced_calls);
 	wsp_json_end_object(&j);
 	wsp_json_begin_object(&j, "kinds");
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
@@ -215,6 +217,14 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 		printf(" (window %u ms, at most %u pages re-checked%s per window)%s%s\n", p->window_ms, p->wp_pages, released,
 		       p->access_note[0] ? "; " : "", p->access_note);
 	}
+	if (p->allocator[0]) {
+		const char *base = strrchr(p->allocator, '/');
+		printf("  allocator %s (%s)\n", base ? base + 1 : p->allocator, p->allocator);
+	}
+	if (st->untraced_calls)
+		printf("  untraced  %llu mmap-family call%s passed through untraced: made before recording began or by "
+		       "libunwind, where recording could have waited on a lock the caller held\n",
+		       (unsigned long long)st->untraced_calls, st->untraced_calls == 1 ? "" : "s");
 	char sampled[128];
 	if (*wsp_sampled_text(l, sampled, sizeof sampled))
 		printf("  %s (~)\n", sampled);

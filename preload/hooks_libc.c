@@ -30,6 +30,8 @@
 
 #include "wsprof/trace.h"
 
+_Atomic uint64_t wsp_untraced_calls;
+
 #define HEAP WSPROF_KIND_HEAP
 #define MMAP WSPROF_KIND_MMAP
 
@@ -47,7 +49,11 @@
 static inline bool map_enter(uintptr_t caller)
 {
 	int s = atomic_load_explicit(&wsp_state, memory_order_acquire);
-	if (s == WSP_UNINIT || (s == WSP_ACTIVE && wsp_addr_in_unwinder(caller)) || !wsp_enter())
+	if (!wsp_tls.guard && (s == WSP_UNINIT || (s == WSP_ACTIVE && wsp_addr_in_unwinder(caller)))) {
+		atomic_fetch_add_explicit(&wsp_untraced_calls, 1, memory_order_relaxed);
+		return false;
+	}
+	if (!wsp_enter())
 		return false;
 	wsp_tls.no_stack_query++;
 	return true;

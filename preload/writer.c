@@ -21,6 +21,7 @@
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -280,13 +281,14 @@ void wsp_writer_finish(void)
 		atomic_store(&wsp_state, WSP_OFF);
 		wsp_buf_release_waiters();
 		wsp_writer_flush_locked();
-		uint8_t frame[64], *p;
+		uint8_t frame[80], *p;
 		struct wsp_record_mark m;
-		p = wsp_record_open(frame + 8, WSP_REC_FOOTER, 50, &m);
+		p = wsp_record_open(frame + 8, WSP_REC_FOOTER, 60, &m);
 		p = wsp_put_varint(p, wsp_now_ns());
 		p = wsp_put_varint(p, chunk_index);
 		p = wsp_put_varint(p, events_written);
 		p = wsp_put_varint(p, 0);
+		p = wsp_put_varint(p, atomic_load(&wsp_untraced_calls));
 		p = wsp_record_close(p, &m);
 		wsp_put_le32(frame, WSP_MAGIC_FOOTER);
 		wsp_put_le32(frame + 4, (uint32_t)(p - frame - 8));
@@ -515,7 +517,12 @@ static size_t header_records(uint8_t *p0, pid_t pid, pid_t parent_traced, const 
 	p = wsp_put_varint(p, (uint64_t)parent_traced);
 	p = wsp_record_close(p, &m);
 	size_t notelen = strnlen(wsp_access_note, sizeof wsp_access_note);
-	p = wsp_record_open(p, WSP_REC_CONFIG, 96 + notelen, &m);
+	/* The library that serves malloc: the program's allocator. */
+	Dl_info served;
+	const char *allocator = wsp_real.malloc && dladdr((void *)wsp_real.malloc, &served) && served.dli_fname
+					? served.dli_fname : "";
+	size_t alloclen = strnlen(allocator, 1024);
+	p = wsp_record_open(p, WSP_REC_CONFIG, 112 + notelen + alloclen, &m);
 	p = wsp_put_varint(p, wsp_cfg.stack_depth);
 	p = wsp_put_varint(p, wsp_cfg.flush_ms);
 	p = wsp_put_varint(p, wsp_cfg.follow);
@@ -526,6 +533,7 @@ static size_t header_records(uint8_t *p0, pid_t pid, pid_t parent_traced, const 
 	p = wsp_put_bytes(p, wsp_access_note, notelen);
 	p = wsp_put_varint(p, wsp_cfg.sample_bytes);
 	p = wsp_put_varint(p, wsp_cfg.release_pages);
+	p = wsp_put_bytes(p, allocator, alloclen);
 	p = wsp_record_close(p, &m);
 	return (size_t)(p - p0);
 }
@@ -557,7 +565,7 @@ int wsp_writer_open(pid_t parent_traced)
 
 	static char cmdline[16384]; /* static: too big for a small thread stack */
 	size_t cmdlen = read_small_file("/proc/self/cmdline", cmdline, sizeof cmdline);
-	static uint8_t header[WSP_HEADER_FIXED + PATH_MAX + sizeof cmdline + 256];
+	static uint8_t header[WSP_HEADER_FIXED + PATH_MAX + sizeof cmdline + 2048]; /* + the note and the allocator */
 	uint8_t *p = header;
 	wsp_put_le32(p, WSP_MAGIC_HEADER);
 	memcpy(p + 8, WSP_SIGNATURE, WSP_SIGNATURE_LEN);

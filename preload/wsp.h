@@ -151,6 +151,13 @@ bool wsp_bootstrap_owns(const void *p);
 void *wsp_bootstrap_alloc(size_t size, size_t align);
 size_t wsp_bootstrap_size(const void *p);
 
+/* ---- hooks_libc.c ---------------------------------------------------- */
+
+/* The program's calls that passed through untraced because recording them
+ * could wait on a lock their caller holds (mmap before recording began,
+ * from libunwind's code): the footer says how many. */
+extern _Atomic uint64_t wsp_untraced_calls;
+
 /* ---- mem.c ---------------------------------------------------------- */
 
 void *wsp_pages_alloc(size_t size);   /* zeroed, page-granular, NULL on failure */

@@ -92,7 +92,7 @@ struct segment {
 /* How far reading has got: what the status and the position tell. */
 struct progress {
 	uint64_t bytes_read, chunks, events, threads, last_time;
-	uint64_t footer_end, footer_chunks, footer_events;
+	uint64_t footer_end, footer_chunks, footer_events, footer_untraced;
 	int error;
 	bool eof, footer_seen, exec_seen;
 };
@@ -133,7 +133,7 @@ struct frame {
 	const uint8_t *records;
 	size_t len;
 	bool columns;               /* records in the column layout */
-	uint64_t bytes_read, footer_end, footer_chunks, footer_events;
+	uint64_t bytes_read, footer_end, footer_chunks, footer_events, footer_untraced;
 	bool footer_seen;
 	uint8_t *zbuf, *raw;        /* compressed, decompressed */
 	size_t zcap, rawcap;
@@ -145,7 +145,7 @@ struct wsprof_trace {
 	bool regular;             /* read ahead on threads */
 	bool huge;                /* large buffers in huge pages (see grow_big) */
 	wsprof_process proc;
-	char *exe, *cmdline, *tool_version, *access_note;
+	char *exe, *cmdline, *tool_version, *access_note, *allocator;
 
 	/* The unpacking side: the unpacking thread's, or the caller's without one. */
 	ZSTD_DCtx *dctx;
@@ -405,11 +405,17 @@ static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
 			t->proc.window_ms = (unsigned)wsp_get_field(&r);
 			t->proc.max_regions = (unsigned)wsp_get_field(&r);
 			free(t->access_note);
+	free(t->allocator);
 			t->access_note = get_string(&r);
 			if (!t->access_note)
 				return -ENOMEM;
 			t->proc.sample_bytes = wsp_get_field(&r);
 			t->proc.release_pages = (unsigned)wsp_get_field(&r);
+			if (r.p < r.end) {
+				free(t->allocator);
+				if (!(t->allocator = get_string(&r)))
+					return -ENOMEM;
+			}
 		}
 		if (r.bad)
 			return WSPROF_E_CORRUPT;
@@ -479,6 +485,7 @@ int wsprof_trace_open(const char *path, wsprof_trace **out)
 	t->proc.cmdline = t->cmdline ? t->cmdline : "";
 	t->proc.tool_version = t->tool_version ? t->tool_version : "";
 	t->proc.access_note = t->access_note ? t->access_note : "";
+	t->proc.allocator = t->allocator ? t->allocator : "";
 	t->w.bytes_read = t->bytes_read;
 	t->seen = t->w;
 	*out = t;
@@ -1016,6 +1023,8 @@ static int read_footer(wsprof_trace *t, struct frame *fr, uint32_t size, const u
 	fr->footer_end = wsp_get_field(&r);
 	fr->footer_chunks = wsp_get_field(&r);
 	fr->footer_events = wsp_get_field(&r);
+	wsp_get_field(&r); /* stack nodes */
+	fr->footer_untraced = wsp_get_field(&r);
 	if (r.bad)
 		return WSPROF_E_CORRUPT;
 	fr->footer_seen = true;
@@ -1084,7 +1093,7 @@ static int read_chunk(wsprof_trace *t, struct frame *fr)
 static void read_frame(wsprof_trace *t, struct frame *fr)
 {
 	fr->footer_seen = false;
-	fr->footer_end = fr->footer_chunks = fr->footer_events = 0;
+	fr->footer_end = fr->footer_chunks = fr->footer_events = fr->footer_untraced = 0;
 	fr->result = read_chunk(t, fr);
 	fr->bytes_read = t->bytes_read;
 }
@@ -1146,6 +1155,7 @@ static int take_frame(wsprof_trace *t)
 	t->w.footer_end = fr->footer_end;
 	t->w.footer_chunks = fr->footer_chunks;
 	t->w.footer_events = fr->footer_events;
+	t->w.footer_untraced = fr->footer_untraced;
 	if (fr->result != 1)
 		return fr->result;
 	/* The recorder writes nothing after an EXEC's chunk unless exec failed. */
@@ -1485,6 +1495,7 @@ void wsprof_trace_get_status(const wsprof_trace *t, wsprof_trace_status *st)
 	st->error = s->error;
 	st->ended_by_exec = s->exec_seen && !s->footer_seen;
 	st->threads = s->threads;
+	st->untraced_calls = s->footer_seen ? s->footer_untraced : 0;
 	st->end_time_ns = s->footer_seen && s->footer_end > s->last_time ? s->footer_end : s->last_time;
 	if (s->footer_seen && !s->error && s->eof && s->footer_chunks == s->chunks &&
 	    s->footer_events == s->events)

@@ -194,6 +194,8 @@ typedef struct wsprof_process {
 	 * unmapped ranges the recorder read for writes per window at most;
 	 * 0 when it read none (or an older trace). */
 	unsigned release_pages;
+	/* The library that served malloc (format 2.1): a path, "" unknown. */
+	const char *allocator;
 } wsprof_process;
 
 typedef struct wsprof_trace_status {
@@ -204,6 +206,10 @@ typedef struct wsprof_trace_status {
 	uint64_t events;     /* event records read */
 	uint64_t end_time_ns;  /* footer time, else the last event's time */
 	uint64_t threads;    /* distinct threads that allocated, freed or annotated */
+	/* Calls that passed through untraced, as the footer says (format
+	 * 2.1): mmap family calls made before recording began or from
+	 * libunwind's own code (preload/hooks_libc.c). */
+	uint64_t untraced_calls;
 } wsprof_trace_status;
 
 typedef struct wsprof_trace wsprof_trace;
