@@ -405,7 +405,6 @@ static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
 			t->proc.window_ms = (unsigned)wsp_get_field(&r);
 			t->proc.max_regions = (unsigned)wsp_get_field(&r);
 			free(t->access_note);
-	free(t->allocator);
 			t->access_note = get_string(&r);
 			if (!t->access_note)
 				return -ENOMEM;
@@ -1609,6 +1608,7 @@ void wsprof_trace_close(wsprof_trace *t)
 	free(t->cmdline);
 	free(t->tool_version);
 	free(t->access_note);
+	free(t->allocator);
 	ZSTD_freeDCtx(t->dctx);
 	if (t->f)
 		fclose(t->f);
