@@ -46,6 +46,14 @@ _Atomic uint64_t wsp_untraced_calls;
  * the allocator, or in wsprof's constructor. A call that is recorded
  * never asks for the thread's stack bounds (no_stack_query): glibc's
  * answer reallocs, into the allocator whose lock may be held. */
+static inline bool map_record_enter(void)
+{
+	if (!wsp_enter())
+		return false;
+	wsp_tls.no_stack_query++;
+	return true;
+}
+
 static inline bool map_enter(uintptr_t caller)
 {
 	int s = atomic_load_explicit(&wsp_state, memory_order_acquire);
@@ -53,10 +61,7 @@ static inline bool map_enter(uintptr_t caller)
 		atomic_fetch_add_explicit(&wsp_untraced_calls, 1, memory_order_relaxed);
 		return false;
 	}
-	if (!wsp_enter())
-		return false;
-	wsp_tls.no_stack_query++;
-	return true;
+	return map_record_enter();
 }
 
 static inline void map_leave(int e)
@@ -115,6 +120,8 @@ static inline void note_heap_alloc(unsigned op, void *p, size_t size)
  * lock in glibc, jemalloc or tcmalloc. */
 static void release_heap_block(void *p)
 {
+	if (atomic_load_explicit(&wsp_release_fd, memory_order_relaxed) < 0)
+		return;
 	size_t (*usable)(void *) = wsp_real.malloc_usable_size;
 	size_t n = usable ? usable(p) : 0;
 	if (n >= WSP_RELEASE_MIN)
@@ -402,8 +409,7 @@ WSPROF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags,
 	void *p = real_mremap(old, old_len, new_len, flags, want);
 	if (rec) {
 		e = errno;
-		if (wsp_enter()) {
-			wsp_tls.no_stack_query++;
+		if (map_record_enter()) { /* the call was let in above */
 			if (p != MAP_FAILED)
 				wsp_record_alloc(MMAP, WSPROF_OP_MREMAP, p, new_len);
 			else

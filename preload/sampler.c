@@ -296,6 +296,22 @@ static bool holds_writes(const struct page_region *r)
 	return (r->categories & (PAGE_IS_PRESENT | PAGE_IS_SWAPPED)) && !(r->categories & PAGE_IS_PFNZERO);
 }
 
+/* Where to go on after a PAGEMAP_SCAN of [.., end) that returned n regions
+ * into v; full: it filled v or reached its max_pages, so it may have
+ * stopped early. A walk that completes after more than one of the
+ * kernel's internal chunks leaves walk_end where the last chunk began
+ * (Linux 6.7 to 6.18 at least), so a scan that did not stop early went to
+ * the end, and one that did is past its last region whatever walk_end
+ * says: scanning a report-only range again from walk_end would report its
+ * pages twice. */
+static uint64_t scan_resume(const struct page_region *v, long n, bool full, uint64_t walk_end, uint64_t end)
+{
+	if (!full)
+		return end;
+	uint64_t last = n > 0 ? v[n - 1].end : walk_end;
+	return walk_end > last ? walk_end : last;
+}
+
 /* Write-protect every page of a range, reporting nothing. Unpopulated
  * pages get markers (WP_UNPOPULATED), so the page a later read fault maps
  * comes protected and only a write counts. */
@@ -429,8 +445,8 @@ void wsp_sampler_probe(void)
 #define RELEASE_VEC 64
 #define RELEASE_REGIONS 16
 
-static _Atomic int release_fd = -1;      /* -1: off */
-static int release_kept = -1;            /* release_fd's descriptor, on or off */
+_Atomic int wsp_release_fd = -1;         /* -1: off */
+static int release_kept = -1;            /* wsp_release_fd's descriptor, on or off */
 static _Atomic int64_t release_left;     /* pages still to be read this window */
 
 static void release_budget_renew(void)
@@ -470,7 +486,7 @@ static size_t release_add(struct wsp_range *out, size_t n, uint64_t start, uint6
 
 void wsp_sampler_release(uint64_t addr, uint64_t len)
 {
-	int fd = atomic_load_explicit(&release_fd, memory_order_acquire);
+	int fd = atomic_load_explicit(&wsp_release_fd, memory_order_acquire);
 	if (fd < 0 || !len || addr + len < addr)
 		return;
 	uint64_t start = addr & ~(page_size - 1), end = (addr + len + page_size - 1) & ~(page_size - 1);
@@ -492,7 +508,7 @@ void wsp_sampler_release(uint64_t addr, uint64_t len)
 			if (holds_writes(&v[i]) && b > a)
 				n = release_add(out, n, a, b);
 		}
-		uint64_t next = got == RELEASE_VEC ? (walk_end > v[got - 1].end ? walk_end : v[got - 1].end) : end;
+		uint64_t next = scan_resume(v, got, got == RELEASE_VEC, walk_end, end);
 		if (next <= at)
 			break;
 		at = next;
@@ -517,6 +533,8 @@ static void release_check_sizer(void)
 /* The hooks read released memory while written pages are watched. */
 static void release_start(void)
 {
+	if (!wsp_cfg.release_pages)
+		return; /* WSPROF_RELEASE_PAGES=0: the hooks do nothing for a release */
 	release_check_sizer();
 	if (release_kept < 0 && pagemap >= 0) {
 		int fd = dup(pagemap);
@@ -525,13 +543,13 @@ static void release_start(void)
 	if (release_kept < 0)
 		return;
 	release_budget_renew();
-	atomic_store_explicit(&release_fd, release_kept, memory_order_release);
+	atomic_store_explicit(&wsp_release_fd, release_kept, memory_order_release);
 }
 
 /* Off, with the descriptor left open: a hook may be using it now. */
 static void release_stop(void)
 {
-	atomic_store(&release_fd, -1);
+	atomic_store(&wsp_release_fd, -1);
 }
 
 /* ---- the program's mappings ------------------------------------------- */
@@ -816,21 +834,6 @@ static uint64_t region_pages(const struct page_region *r)
 	return (r->end - r->start) / page_size;
 }
 
-/* Where to go on after a PAGEMAP_SCAN of [.., end) that returned n regions
- * into vec; full: it filled vec or reached its max_pages, so it may have
- * stopped early. A walk that completes after more than one of the
- * kernel's internal chunks leaves walk_end where the last chunk began
- * (Linux 6.7 to 6.18 at least), so a scan that did not stop early went to
- * the end, and one that did is past its last region whatever walk_end
- * says: scanning a report-only range again from walk_end would report its
- * pages twice. */
-static uint64_t scan_resume(long n, bool full, uint64_t walk_end, uint64_t end)
-{
-	if (!full)
-		return end;
-	uint64_t last = n > 0 ? vec[n - 1].end : walk_end;
-	return walk_end > last ? walk_end : last;
-}
 
 /* How many pages of the tracked ranges from `from` up are written and
  * unprotected, counted up to `max`. Changes nothing; a refused range is
@@ -847,7 +850,7 @@ static uint64_t count_written_from(uint64_t from, uint64_t max)
 				break;
 			for (long k = 0; k < n; k++)
 				found += region_pages(&vec[k]);
-			uint64_t next = scan_resume(n, n == VEC_LEN || found >= max, walk_end, end);
+			uint64_t next = scan_resume(vec, n, n == VEC_LEN || found >= max, walk_end, end);
 			if (next <= start)
 				break;
 			start = next;
@@ -883,7 +886,7 @@ static int scan_piece(uint64_t start, uint64_t end, uint64_t *stop)
 			if (holds_writes(&vec[i]))
 				store_add(vec[i].start, vec[i].end);
 		}
-		uint64_t next = scan_resume(n, n == VEC_LEN || (protect && !wp.left), walk_end, end);
+		uint64_t next = scan_resume(vec, n, n == VEC_LEN || (protect && !wp.left), walk_end, end);
 		if (protect && !wp.left && !*stop)
 			*stop = next;
 		if (next <= start)
@@ -910,7 +913,7 @@ static void scan_report(uint64_t start, uint64_t end)
 		for (long i = 0; i < n; i++)
 			if (holds_writes(&vec[i]))
 				store_add(vec[i].start, vec[i].end);
-		uint64_t next = scan_resume(n, n == VEC_LEN, walk_end, end);
+		uint64_t next = scan_resume(vec, n, n == VEC_LEN, walk_end, end);
 		if (next <= start)
 			return;
 		start = next;

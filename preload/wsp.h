@@ -405,6 +405,10 @@ void wsp_sampler_reset_after_fork(void);
  * (ACCESS of written pages, window 0), within the per-window budget.
  * Call with the guard held, before the release is recorded. */
 void wsp_sampler_release(uint64_t addr, uint64_t len);
+/* The descriptor it reads with; -1 while released memory is not read (no
+ * written-page sampling, a budget of 0, recording over): hooks test it
+ * before they do any work for a release. */
+extern _Atomic int wsp_release_fd;
 /* Heap blocks smaller than this are left to the window's scan: they lie in
  * memory the allocator keeps. */
 #define WSP_RELEASE_MIN (64u << 10)
