@@ -955,7 +955,7 @@ static int add_access(struct heat *h, unsigned source, uint64_t start, uint64_t 
 		return 0; /* a source of a later version */
 	int err = needs_index(h) ? index_rebuild(h) : 0;
 	/* A window (not a moment) also saw the blocks freed during it. */
-	bool window = end > start && (source == WSPROF_ACCESS_WRITES || source == WSPROF_ACCESS_DAMON);
+	bool window = wsp_access_is_window(source, end - start);
 	for (size_t i = 0; !err && i < n; i++) {
 		uint64_t hi = regions[i].addr + regions[i].len;
 		split_region(h, regions[i].addr, hi < regions[i].addr ? UINT64_MAX : hi, &err);

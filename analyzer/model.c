@@ -1332,8 +1332,7 @@ static int apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event
 	}
 	/* A window (not a moment: a launch, a block read as it was freed) may
 	 * have seen blocks freed before it was recorded. */
-	bool windowed = (ev->op == WSPROF_ACCESS_WRITES || ev->op == WSPROF_ACCESS_DAMON) && ev->size;
-	if (windowed) {
+	if (wsp_access_is_window(ev->op, ev->size)) {
 		uint64_t start = ev->time_ns > ev->size ? ev->time_ns - ev->size : 0;
 		if (!m->totals_only)
 			note_departed_access(m, ev, start);

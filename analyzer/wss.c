@@ -109,7 +109,7 @@ int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t wi
 	/* Written pages and DAMON report windows; a kernel launch or an
 	 * annotation is a moment (end_ns) whatever span it names, so it never
 	 * stretches a bucket over the next window. */
-	bool windowed = source == WSPROF_ACCESS_WRITES || source == WSPROF_ACCESS_DAMON;
+	bool windowed = wsp_access_is_window(source, window_ns);
 	uint64_t start = windowed && end_ns > window_ns ? end_ns - window_ns : windowed ? 0 : end_ns;
 	if (w->open && (w->bucket_ns ? start >= w->cur.start_ns + w->bucket_ns : start >= w->cur.end_ns)) {
 		int err = close_bucket(w);

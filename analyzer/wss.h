@@ -12,6 +12,7 @@
 #ifndef WSP_WSS_H
 #define WSP_WSS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,14 @@ struct wsp_wss_point {
 };
 
 struct wsp_wss;
+
+/* Does an access sample cover a window (written pages, DAMON), or is it a
+ * moment (a kernel launch, an annotation, a block read as it was freed:
+ * window 0)? */
+static inline bool wsp_access_is_window(unsigned source, uint64_t window_ns)
+{
+	return (source == WSPROF_ACCESS_WRITES || source == WSPROF_ACCESS_DAMON) && window_ns;
+}
 
 /* Split [addr, addr+len), accessed in the bucket [start_ns, end_ns], among
  * kinds: add each kind's bytes into kind_bytes and @return the bytes that
