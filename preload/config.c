@@ -83,6 +83,7 @@ void wsp_config_load(void)
 {
 	output_path();
 	env_path("WSPROF_MANIFEST", wsp_cfg.manifest, sizeof wsp_cfg.manifest, "");
+	env_path(WSP_RESCUE_ENV, wsp_cfg.rescue, sizeof wsp_cfg.rescue, "");
 	wsp_cfg.stack_depth = env_uint("WSPROF_STACK_DEPTH", 1, 256, 64);
 	wsp_cfg.flush_ms = env_uint("WSPROF_FLUSH_MS", 1, 60000, 200);
 	wsp_cfg.follow = env_uint("WSPROF_FOLLOW", 0, 1, 1) != 0;

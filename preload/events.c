@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUF_SIZE (128 * 1024)
-#define BUF_MAX_BYTES (64u << 20)
+#define BUF_SIZE WSP_BUF_SIZE
+#define BUF_MAX_BYTES WSP_BUF_MAX_BYTES
 
 _Atomic uint64_t wsp_seq;
 uint64_t wsp_start_mono, wsp_start_real;
@@ -84,7 +84,9 @@ struct wsp_buf *wsp_buf_get(void)
 		}
 		/* The writer itself never waits for buffers: it would wait for itself. */
 		if (pool_made * BUF_SIZE < BUF_MAX_BYTES || wsp_tls.writing) {
-			b = wsp_pages_alloc(BUF_SIZE);
+			b = wsp_rescue_buf(); /* memory wsprof record can read, else our own */
+			if (!b)
+				b = wsp_pages_alloc(BUF_SIZE);
 			if (b) {
 				pool_made++;
 				b->cap = BUF_SIZE - sizeof *b;
@@ -99,6 +101,9 @@ struct wsp_buf *wsp_buf_get(void)
 		b->next = NULL;
 		b->len = 0;
 		b->events = 0;
+		b->staged_gen = 0;
+		atomic_signal_fence(memory_order_release); /* src/rescue.h: empty before held */
+		atomic_store_explicit(&b->held, WSP_BUF_HELD, memory_order_relaxed);
 	}
 	return b;
 }
@@ -113,6 +118,7 @@ void wsp_buf_release_waiters(void)
 
 void wsp_buf_put(struct wsp_buf *b)
 {
+	atomic_store_explicit(&b->held, WSP_BUF_FREE, memory_order_release);
 	pthread_mutex_lock(&pool_lock);
 	b->next = pool_free;
 	pool_free = b;
@@ -291,11 +297,21 @@ void wsp_events_reset_after_fork(void)
 	pthread_mutex_init(&pool_lock, NULL);
 	pthread_cond_init(&pool_cond, NULL);
 	pthread_mutex_init(&queue_lock, NULL);
+	/* Buffers in the parent's shared memory stay the parent's: only
+	 * private ones come back to the pool. */
+	struct wsp_buf *mine = NULL;
+	size_t kept = 0;
+	for (struct wsp_buf *b = pool_free, *next; b; b = next) {
+		next = b->next;
+		if (!wsp_rescue_owns(b))
+			b->next = mine, mine = b, kept++;
+	}
+	pool_free = mine;
 	for (struct wsp_thread *t = threads; t; t = t->next) {
 		atomic_flag_clear(&t->lock);
 		atomic_store(&t->floor, UINT64_MAX);
-		if (t->buf)
-			wsp_buf_put(t->buf);
+		if (t->buf && !wsp_rescue_owns(t->buf))
+			wsp_buf_put(t->buf), kept++;
 		__atomic_store_n(&t->buf, NULL, __ATOMIC_RELEASE);
 		t->dead = t != wsp_tls.thread;
 		if (!t->dead)
@@ -303,9 +319,11 @@ void wsp_events_reset_after_fork(void)
 	}
 	for (struct wsp_buf *b = queue_head, *next; b; b = next) {
 		next = b->next;
-		wsp_buf_put(b);
+		if (!wsp_rescue_owns(b))
+			wsp_buf_put(b), kept++;
 	}
 	queue_head = queue_tail = NULL;
+	pool_made = kept;
 }
 
 /* ---- appending records ---------------------------------------------- */
@@ -319,6 +337,7 @@ static void segment_open(struct wsp_thread *t, struct wsp_buf *b)
 	p = wsp_put_varint(p, 0);
 	p = wsp_put_varint(p, 0);
 	p = wsp_record_close(p, &m);
+	atomic_signal_fence(memory_order_release); /* src/rescue.h: records before their length */
 	b->len = (size_t)(p - b->data);
 	t->prev_seq = t->prev_time = t->prev_addr = 0;
 }
@@ -359,8 +378,9 @@ uint8_t *wsp_event_begin(struct wsp_thread *t, size_t need)
 
 void wsp_event_end(struct wsp_thread *t, uint8_t *end, bool counted)
 {
-	t->buf->len = (size_t)(end - t->buf->data);
 	t->buf->events += counted;
+	atomic_signal_fence(memory_order_release); /* src/rescue.h: records before their length */
+	t->buf->len = (size_t)(end - t->buf->data);
 	spin_unlock(&t->lock);
 }
 

@@ -28,6 +28,25 @@
 _Atomic int wsp_state = WSP_UNINIT;
 WSP_TLS struct wsp_tls wsp_tls;
 pid_t wsp_pid;
+_Atomic unsigned wsp_ending, wsp_ending_value;
+
+void wsp_set_ending(unsigned how, unsigned value)
+{
+	atomic_store(&wsp_ending_value, value);
+	atomic_store(&wsp_ending, how);
+	wsp_rescue_set_ending(how, value);
+}
+
+/* exit(status), or a return from main: registered when recording starts,
+ * so it runs after the program's own exit handlers and before the
+ * destructors (glibc runs the loader's, which call on_unload, last). The
+ * status is what the parent will see. */
+static void exit_status(int status, void *arg)
+{
+	(void)arg;
+	if (wsp_is_traced_process())
+		wsp_set_ending(WSPROF_END_EXIT, (unsigned)status & 0xffu);
+}
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -92,6 +111,7 @@ bool wsp_ready(void)
 	wsp_config_load();
 	wsp_stacks_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	on_exit(exit_status, NULL); /* glibc's first 32 handlers are static: no allocation */
 	start(0);
 	return atomic_load(&wsp_state) == WSP_ACTIVE;
 }
@@ -154,7 +174,9 @@ static void fork_child(void)
 		wsp_stacks_reset_after_fork();
 		wsp_modules_reset();
 		wsp_writer_reset_after_fork();
+		wsp_rescue_reset_after_fork(); /* after the buffers: they ask which are the parent's */
 		wsp_sampler_reset_after_fork();
+		atomic_store(&wsp_ending, WSPROF_END_UNKNOWN);
 		wsp_sample_unlock_all(); /* the child's frees of inherited sampled blocks stay untracked frees */
 		if (wsp_cfg.follow)
 			start(parent);
@@ -196,6 +218,7 @@ static bool before_exec(const char *path)
 	wsp_record_exec(path);
 	wsp_tls.writing = false;
 	wsp_writer_flush_locked();
+	wsp_rescue_set_state(WSP_RESCUE_EXEC); /* the trace is complete if exec succeeds */
 	return true;
 }
 
@@ -203,6 +226,7 @@ static void after_exec(bool held)
 {
 	if (!held)
 		return;
+	wsp_rescue_set_state(WSP_RESCUE_RECORDING); /* it failed: recording goes on */
 	wsp_writer_unlock();
 	wsp_tls.guard--;
 }
@@ -415,8 +439,15 @@ WSPROF_EXPORT void _exit(int status)
 	wsp_real_resolve();
 	if (!wsp_tls.guard && wsp_is_traced_process()) {
 		wsp_tls.guard++;
-		wsp_sampler_finish();
-		wsp_writer_finish();
+		wsp_set_ending(WSPROF_END_EXIT, (unsigned)status & 0xffu);
+		/* _exit may be called from a signal handler that interrupted
+		 * this thread inside wsprof: the writer thread finishes, as for
+		 * a fatal signal, and a lock it cannot take costs a timeout, not
+		 * a hang (under wsprof record the launcher finishes then). */
+		if (!wsp_writer_finish_from_signal(WSP_FINISH_TIMEOUT_MS) && !wsp_writer_thread_running()) {
+			wsp_sampler_finish();
+			wsp_writer_finish();
+		}
 	}
 	wsp_real._exit(status);
 	__builtin_unreachable();

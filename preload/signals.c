@@ -5,7 +5,7 @@
  * SIGTERM, SIGINT, SIGPIPE, ...), and only while the program leaves them
  * at that default, wsprof catches them: its handler has the writer thread
  * finish the trace (everything recorded, then the footer) and waits for
- * that, at most FINISH_TIMEOUT_MS, then restores the default action and
+ * that, at most WSP_FINISH_TIMEOUT_MS, then restores the default action and
  * lets the signal take the process as it would have: same signal, same
  * exit status, same core dump. The handler takes no lock and calls only
  * async-signal-safe functions; the work is the writer thread's, which
@@ -29,7 +29,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define FINISH_TIMEOUT_MS 2000
 
 static const int fatal[] = {
 	SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGUSR1, SIGSEGV,
@@ -77,8 +76,10 @@ static void on_fatal(int sig, siginfo_t *info, void *uctx)
 {
 	(void)uctx;
 	int saved = errno;
-	if (atomic_load(&wsp_state) == WSP_ACTIVE && wsp_is_traced_process())
-		wsp_writer_finish_from_signal(FINISH_TIMEOUT_MS);
+	if (atomic_load(&wsp_state) == WSP_ACTIVE && wsp_is_traced_process()) {
+		wsp_set_ending(WSPROF_END_SIGNAL, (unsigned)sig);
+		wsp_writer_finish_from_signal(WSP_FINISH_TIMEOUT_MS);
+	}
 	/* The default action, as if wsprof had never been here. */
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof dfl);

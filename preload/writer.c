@@ -49,8 +49,9 @@ static uint32_t chunk_index;
 static uint64_t events_written;
 static size_t since_sync;
 
-static uint8_t *stage, *zout;
+static uint8_t *stage, *stage_own, *zout; /* stage: stage_own, or in the memory shared with wsprof record */
 static size_t stage_len, zout_cap;
+static uint64_t stage_gen = 1; /* src/rescue.h */
 static ZSTD_CCtx *cctx;
 
 /* The column layout (src/columns.h): its state, and the area it is built
@@ -72,6 +73,7 @@ static void stop_recording(const char *what, int err)
 {
 	wsp_warn("cannot %s trace %s: %s; recording stopped, the program goes on", what, path, strerror(err));
 	atomic_store(&wsp_state, WSP_OFF);
+	wsp_rescue_set_state(WSP_RESCUE_STOPPED);
 	wsp_buf_release_waiters();
 	if (fd >= 0)
 		close(fd);
@@ -118,7 +120,7 @@ static bool compress_setup(void)
 		return true;
 	size_t ws = ZSTD_estimateCCtxSize(ZSTD_LEVEL);
 	void *mem = wsp_pages_alloc(ws);
-	stage = wsp_pages_alloc(STAGE_CAP);
+	stage = stage_own = wsp_pages_alloc(STAGE_CAP);
 	zout_cap = ZSTD_compressBound(STAGE_CAP);
 	zout = wsp_pages_alloc(zout_cap);
 	columns = wsp_pages_alloc(sizeof *columns);
@@ -138,6 +140,28 @@ static const uint8_t *stage_columns(size_t *n)
 {
 	const uint8_t *start = column_area ? wsp_columns_pack(columns, stage, stage_len, column_area, STAGE_CAP, n) : NULL;
 	return start && *n <= STAGE_CAP ? start : NULL; /* zout holds a compressed STAGE_CAP */
+}
+
+/* What wsprof record reads should the process end now (src/rescue.h). */
+static void set_stage_len(size_t n)
+{
+	stage_len = n;
+	if (wsp_rescue) {
+		atomic_signal_fence(memory_order_release);
+		atomic_store_explicit(&wsp_rescue->stage_len, n, memory_order_relaxed);
+	}
+}
+
+/* A chunk of the staging area's generation is in the file, whole. */
+static void publish_committed(void)
+{
+	struct wsp_rescue_head *h = wsp_rescue;
+	if (!h)
+		return;
+	atomic_store(&h->committed_bytes, written);
+	atomic_store(&h->committed_chunks, chunk_index);
+	atomic_store(&h->committed_events, events_written);
+	atomic_store(&h->committed_gen, stage_gen); /* last: the others belong to it */
 }
 
 /* Compress the staging area into one chunk. */
@@ -163,18 +187,35 @@ static void write_chunk(void)
 	wsp_put_le32(h + 12, (uint32_t)raw_len);
 	wsp_put_le32(h + 16, (uint32_t)z);
 	wsp_put_le32(h + 20, flags);
-	if (write_all(h, sizeof h) && write_all(zout, z))
+	if (write_all(h, sizeof h) && write_all(zout, z)) {
 		chunk_index++;
-	stage_len = 0;
+		publish_committed();
+	}
+	set_stage_len(0);
+	stage_gen++;
+	if (wsp_rescue)
+		atomic_store(&wsp_rescue->stage_gen, stage_gen);
 }
 
-static void stage_bytes(const void *data, size_t n)
+/* Copy n bytes into the staging area; b, when they are a buffer's, is
+ * marked as copied before the staging area's new length is published. */
+static void stage_bytes_of(const void *data, size_t n, struct wsp_buf *b)
 {
 	if (stage_len + n > STAGE_CAP)
 		write_chunk();
 	memcpy(stage + stage_len, data, n);
-	stage_len += n;
+	if (b) {
+		b->staged_end = stage_len + n;
+		atomic_signal_fence(memory_order_release);
+		b->staged_gen = stage_gen;
+	}
+	set_stage_len(stage_len + n);
 	since_sync += n;
+}
+
+static void stage_bytes(const void *data, size_t n)
+{
+	stage_bytes_of(data, n, NULL);
 }
 
 static void stage_sync(uint64_t watermark);
@@ -211,7 +252,9 @@ static void drain_to(uint64_t watermark)
 		for (size_t i = 0; i < n; i++) {
 			struct wsp_buf *cur = order[i];
 			if (fd >= 0) {
-				stage_bytes(cur->data, cur->len);
+				/* Counted after the copy, which may first write
+				 * the chunk before it (publish_committed). */
+				stage_bytes_of(cur->data, cur->len, cur);
 				events_written += cur->events;
 				uint64_t after = i + 1 < n ? order[i + 1]->floor : UINT64_MAX;
 				uint64_t w = after < watermark ? after : watermark;
@@ -265,6 +308,10 @@ void wsp_writer_flush_locked(void)
 	stage_sync(watermark);
 	since_sync = 0;
 	write_chunk();
+	if (wsp_rescue) {
+		atomic_store(&wsp_rescue->untraced, atomic_load(&wsp_untraced_calls));
+		atomic_store(&wsp_rescue->alive_ns, wsp_now_ns());
+	}
 }
 
 void wsp_writer_flush(void)
@@ -281,19 +328,24 @@ void wsp_writer_finish(void)
 		atomic_store(&wsp_state, WSP_OFF);
 		wsp_buf_release_waiters();
 		wsp_writer_flush_locked();
-		uint8_t frame[80], *p;
+		uint8_t frame[128], *p;
 		struct wsp_record_mark m;
-		p = wsp_record_open(frame + 8, WSP_REC_FOOTER, 60, &m);
+		p = wsp_record_open(frame + 8, WSP_REC_FOOTER, 100, &m);
 		p = wsp_put_varint(p, wsp_now_ns());
 		p = wsp_put_varint(p, chunk_index);
 		p = wsp_put_varint(p, events_written);
 		p = wsp_put_varint(p, 0);
 		p = wsp_put_varint(p, atomic_load(&wsp_untraced_calls));
+		p = wsp_put_varint(p, atomic_load(&wsp_ending));
+		p = wsp_put_varint(p, atomic_load(&wsp_ending_value));
+		p = wsp_put_varint(p, 0); /* finished by the process itself */
 		p = wsp_record_close(p, &m);
 		wsp_put_le32(frame, WSP_MAGIC_FOOTER);
 		wsp_put_le32(frame + 4, (uint32_t)(p - frame - 8));
-		if (write_all(frame, (size_t)(p - frame)))
+		if (write_all(frame, (size_t)(p - frame))) {
 			close(fd);
+			wsp_rescue_set_state(WSP_RESCUE_FINISHED);
+		}
 		fd = -1;
 	}
 	pthread_mutex_unlock(&write_lock);
@@ -332,6 +384,11 @@ static bool passed(const struct timespec *t)
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+bool wsp_writer_thread_running(void)
+{
+	return atomic_load(&writer_running);
 }
 
 bool wsp_writer_finish_from_signal(unsigned timeout_ms)
@@ -576,6 +633,9 @@ int wsp_writer_open(pid_t parent_traced)
 	wsp_put_le32(p + 4, (uint32_t)(len - 8));
 	if (!write_all(header, len))
 		return -1;
+	stage_gen = 1;
+	stage = wsp_rescue_open(path, fd, written, WSP_BUF_SIZE, 2 * WSP_BUF_MAX_BYTES / WSP_BUF_SIZE, STAGE_CAP)
+			? wsp_rescue_stage() : stage_own;
 	note_in_manifest(pid);
 	return 0;
 }
@@ -593,4 +653,6 @@ void wsp_writer_reset_after_fork(void)
 		close(fd);
 	fd = -1;
 	stage_len = since_sync = 0;
+	stage = stage_own; /* the parent's shared staging area is the parent's */
+	stage_gen = 1;
 }

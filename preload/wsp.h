@@ -10,6 +10,7 @@
  *   writer.c     the writer thread: sweep, compress, write, footer
  *   modules.c    the module map and dlopen/dlclose
  *   process.c    start, exit, fork and exec
+ *   rescue.c     the buffers wsprof record can finish a trace from (src/rescue.h)
  *   fds.c        wsprof's own descriptors, kept high
  *   hooks_libc.c the malloc family and mmap/munmap/mremap
  *   sampling.c   WSPROF_SAMPLE_BYTES: which heap allocations (and frees) are recorded
@@ -33,6 +34,8 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "rescue.h"
+#include "wsprof/trace.h" /* WSPROF_END_* */
 
 #define WSP_TLS __thread __attribute__((tls_model("initial-exec")))
 /* The library's interface to the program; everything else is hidden. */
@@ -91,6 +94,7 @@ static inline void wsp_leave(int saved_errno)
 struct wsp_config {
 	char output[4096];    /* WSPROF_OUTPUT pattern: %p pid, %e program name */
 	char manifest[4096];  /* WSPROF_MANIFEST: file to append "pid<TAB>trace path" lines to */
+	char rescue[WSP_RESCUE_NAME_MAX + 1]; /* WSPROF_RESCUE: wsprof record's socket (src/rescue.h) */
 	unsigned stack_depth; /* WSPROF_STACK_DEPTH, 1..256 */
 	unsigned flush_ms;    /* WSPROF_FLUSH_MS, 1..60000 */
 	bool follow;          /* WSPROF_FOLLOW: trace forked children and exec'd programs */
@@ -213,16 +217,9 @@ void wsp_sample_unlock_all(void);
 
 /* ---- events.c ------------------------------------------------------- */
 
-struct wsp_buf {
-	struct wsp_buf *next;
-	size_t len, cap;
-	uint64_t events;  /* event records in it, for the footer */
-	/* The thread's floor when it was installed: no event in it, and no
-	 * event of any thread using a stack node defined in it, has a lower
-	 * number (a node is made after, and found after, this). */
-	uint64_t floor;
-	uint8_t data[];
-};
+/* struct wsp_buf is in src/rescue.h: wsprof record reads buffers too. */
+#define WSP_BUF_SIZE (128 * 1024)
+#define WSP_BUF_MAX_BYTES (64u << 20) /* the pool, beyond which threads wait for the writer */
 
 struct wsp_thread {
 	atomic_flag lock;          /* held while appending; taken by the writer to steal */
@@ -328,6 +325,27 @@ void wsp_stacks_lock(void);
 void wsp_stacks_unlock(void);
 void wsp_stack_cache_free(struct wsp_stack_cache *c);
 
+/* How the process is ending (enum wsprof_ending), for the footer: set by
+ * exit, _exit and fatal signals (process.c, signals.c). */
+extern _Atomic unsigned wsp_ending, wsp_ending_value;
+void wsp_set_ending(unsigned how, unsigned value);
+
+/* ---- rescue.c ------------------------------------------------------- */
+
+/* The memory shared with wsprof record, NULL when there is none. */
+extern struct wsp_rescue_head *wsp_rescue;
+/* After the trace file is created (header_bytes written): a memfd for
+ * buffers and the staging area, handed to the launcher. @return whether
+ * there is one now. */
+bool wsp_rescue_open(const char *path, int trace_fd, uint64_t header_bytes, size_t buf_size, size_t nslots,
+		     size_t stage_cap);
+struct wsp_buf *wsp_rescue_buf(void); /* a fresh slot, NULL when none is left */
+uint8_t *wsp_rescue_stage(void);      /* the staging area, NULL without a memfd */
+bool wsp_rescue_owns(const void *p);
+void wsp_rescue_set_state(unsigned state);              /* enum wsp_rescue_state */
+void wsp_rescue_set_ending(unsigned how, unsigned value); /* enum wsprof_ending */
+void wsp_rescue_reset_after_fork(void);
+
 /* ---- writer.c ------------------------------------------------------- */
 
 /* Create the trace file for this process and write its header. */
@@ -341,6 +359,8 @@ void wsp_writer_finish(void);
 /* From a signal handler (async-signal-safe): have the writer thread finish
  * the trace, waiting at most timeout_ms. @return whether it did. */
 bool wsp_writer_finish_from_signal(unsigned timeout_ms);
+bool wsp_writer_thread_running(void);
+#define WSP_FINISH_TIMEOUT_MS 2000 /* how long a fatal signal or _exit waits for the writer */
 void wsp_writer_wake(void);
 void wsp_writer_lock(void);
 void wsp_writer_unlock(void);

@@ -89,12 +89,19 @@ struct segment {
 	bool open;
 };
 
+/* The FOOTER record's fields. */
+struct footer {
+	uint64_t end, chunks, events, untraced;
+	uint64_t ending, ending_value, finisher; /* 2.2: enum wsp_ending, its value, who wrote it */
+	bool seen;
+};
+
 /* How far reading has got: what the status and the position tell. */
 struct progress {
 	uint64_t bytes_read, chunks, events, threads, last_time;
-	uint64_t footer_end, footer_chunks, footer_events, footer_untraced;
+	struct footer footer;
 	int error;
-	bool eof, footer_seen, exec_seen;
+	bool eof, exec_seen;
 };
 
 /* Events handed over together, in order. Mark k comes before
@@ -133,8 +140,8 @@ struct frame {
 	const uint8_t *records;
 	size_t len;
 	bool columns;               /* records in the column layout */
-	uint64_t bytes_read, footer_end, footer_chunks, footer_events, footer_untraced;
-	bool footer_seen;
+	uint64_t bytes_read;
+	struct footer footer;
 	uint8_t *zbuf, *raw;        /* compressed, decompressed */
 	size_t zcap, rawcap;
 };
@@ -1019,14 +1026,18 @@ static int read_footer(wsprof_trace *t, struct frame *fr, uint32_t size, const u
 	if (c.bad || type != WSP_REC_FOOTER || len > (uint64_t)(c.end - c.p))
 		return WSPROF_E_CORRUPT;
 	struct wsp_cursor r = { c.p, c.p + len, false };
-	fr->footer_end = wsp_get_field(&r);
-	fr->footer_chunks = wsp_get_field(&r);
-	fr->footer_events = wsp_get_field(&r);
+	struct footer *f = &fr->footer;
+	f->end = wsp_get_field(&r);
+	f->chunks = wsp_get_field(&r);
+	f->events = wsp_get_field(&r);
 	wsp_get_field(&r); /* stack nodes */
-	fr->footer_untraced = wsp_get_field(&r);
+	f->untraced = wsp_get_field(&r);
+	f->ending = wsp_get_field(&r);
+	f->ending_value = wsp_get_field(&r);
+	f->finisher = wsp_get_field(&r);
 	if (r.bad)
 		return WSPROF_E_CORRUPT;
-	fr->footer_seen = true;
+	f->seen = true;
 	return 0;
 }
 
@@ -1091,8 +1102,7 @@ static int read_chunk(wsprof_trace *t, struct frame *fr)
 /* The next frame of the file into fr, and how far the file was read. */
 static void read_frame(wsprof_trace *t, struct frame *fr)
 {
-	fr->footer_seen = false;
-	fr->footer_end = fr->footer_chunks = fr->footer_events = fr->footer_untraced = 0;
+	memset(&fr->footer, 0, sizeof fr->footer);
 	fr->result = read_chunk(t, fr);
 	fr->bytes_read = t->bytes_read;
 }
@@ -1150,11 +1160,7 @@ static int take_frame(wsprof_trace *t)
 	if (!fr)
 		return -ECANCELED;
 	t->w.bytes_read = fr->bytes_read;
-	t->w.footer_seen = fr->footer_seen;
-	t->w.footer_end = fr->footer_end;
-	t->w.footer_chunks = fr->footer_chunks;
-	t->w.footer_events = fr->footer_events;
-	t->w.footer_untraced = fr->footer_untraced;
+	t->w.footer = fr->footer;
 	if (fr->result != 1)
 		return fr->result;
 	/* The recorder writes nothing after an EXEC's chunk unless exec failed. */
@@ -1204,7 +1210,7 @@ static int advance(wsprof_trace *t)
 		t->w.eof = true;
 		if (r < 0)
 			t->w.error = r;
-		else if (!t->w.footer_seen && !t->w.exec_seen)
+		else if (!t->w.footer.seen && !t->w.exec_seen)
 			t->w.error = WSPROF_E_TRUNCATED;
 	}
 }
@@ -1492,16 +1498,21 @@ void wsprof_trace_get_status(const wsprof_trace *t, wsprof_trace_status *st)
 	st->chunks = s->chunks;
 	st->events = s->events;
 	st->error = s->error;
-	st->ended_by_exec = s->exec_seen && !s->footer_seen;
+	const struct footer *f = &s->footer;
+	st->ended_by_exec = s->exec_seen && !f->seen;
 	st->threads = s->threads;
-	st->untraced_calls = s->footer_seen ? s->footer_untraced : 0;
-	st->end_time_ns = s->footer_seen && s->footer_end > s->last_time ? s->footer_end : s->last_time;
-	if (s->footer_seen && !s->error && s->eof && s->footer_chunks == s->chunks &&
-	    s->footer_events == s->events)
+	st->untraced_calls = f->seen ? f->untraced : 0;
+	st->end_time_ns = f->seen && f->end > s->last_time ? f->end : s->last_time;
+	if (f->seen && f->ending <= WSPROF_END_SIGNAL) {
+		st->ending = (int)f->ending;
+		st->ending_value = (int)f->ending_value;
+		st->finished_by_launcher = f->finisher == 1;
+	}
+	if (f->seen && !s->error && s->eof && f->chunks == s->chunks && f->events == s->events)
 		st->complete = 1;
 	else if (s->exec_seen && !s->error && s->eof)
 		st->complete = 1;
-	else if (s->footer_seen && !s->error && s->eof)
+	else if (f->seen && !s->error && s->eof)
 		st->error = WSPROF_E_CORRUPT; /* the footer disagrees with what was read */
 }
 

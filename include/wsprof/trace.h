@@ -40,7 +40,7 @@ extern "C" {
 
 /* Trace format version this reader writes and understands (doc/trace-format.md). */
 #define WSPROF_FORMAT_MAJOR 2
-#define WSPROF_FORMAT_MINOR 1
+#define WSPROF_FORMAT_MINOR 2
 
 enum wsprof_error {
 	WSPROF_E_NOT_TRACE = -4097, /* the file is not a wsprof trace */
@@ -210,7 +210,18 @@ typedef struct wsprof_trace_status {
 	 * 2.1): mmap family calls made before recording began or from
 	 * libunwind's own code (preload/hooks_libc.c). */
 	uint64_t untraced_calls;
+	/* How the process ended, as the footer says (format 2.2):
+	 * WSPROF_END_EXIT with the exit status, WSPROF_END_SIGNAL with the
+	 * signal that killed it, WSPROF_END_UNKNOWN when nothing says (no
+	 * footer: the trace was cut, or ended in exec; an older trace).
+	 * finished_by_launcher: the process did not write its footer (killed,
+	 * or ended by exit_group), wsprof record finished the trace from the
+	 * buffers the process shared with it. */
+	int ending, ending_value;
+	int finished_by_launcher;
 } wsprof_trace_status;
+
+enum wsprof_ending { WSPROF_END_UNKNOWN = 0, WSPROF_END_EXIT = 1, WSPROF_END_SIGNAL = 2 };
 
 typedef struct wsprof_trace wsprof_trace;
 
