@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "model.h"
 #include "symbols.h"
@@ -84,6 +85,16 @@ void wsp_json_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned
 
 
 int wsp_cmd_record(int argc, char **argv);
+
+/* rescue.c: wsprof record finishes the traces of processes that end
+ * without their footer (src/rescue.h). listen: before the program starts
+ * (sets WSPROF_RESCUE; false when it cannot, and traces then end as the
+ * processes leave them); in_child: in the forked child before exec;
+ * program: its pid; done: once waitpid has its status. */
+bool wsp_rescue_listen(void);
+void wsp_rescue_in_child(void);
+void wsp_rescue_program(pid_t pid);
+void wsp_rescue_done(pid_t pid, int status);
 
 /* A file of wsprof's own found from this program's path: in build_dir
  * (the build tree) or where it is installed (WSPROF_PRELOAD_FROM_BINDIR),

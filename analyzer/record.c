@@ -293,6 +293,7 @@ int wsp_cmd_record(int argc, char **argv)
 	/* Handlers before the fork, so no signal falls between; exec resets
 	 * them in the program. */
 	pass_signals_on();
+	bool rescue = !untraced && wsp_rescue_listen();
 	pid_t parent = getpid(), pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "wsprof: cannot fork: %s\n", strerror(errno));
@@ -304,14 +305,18 @@ int wsp_cmd_record(int argc, char **argv)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(128 + SIGKILL);
+		wsp_rescue_in_child();
 		execv(prog, argv + optind);
 		fprintf(stderr, "wsprof: cannot run %s: %s\n", prog, strerror(errno));
 		_exit(127);
 	}
 	child_pid = pid;
+	wsp_rescue_program(pid);
 	int status;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	if (rescue)
+		wsp_rescue_done(pid, status);
 	report_traces(manifest, pid, untraced);
 	unlink(manifest);
 	if (WIFSIGNALED(status)) {

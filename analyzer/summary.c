@@ -6,6 +6,7 @@
 #include "json.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,48 @@ static const char *status_word(const wsprof_trace_status *st)
 	return st->error == WSPROF_E_TRUNCATED ? "truncated" : "damaged";
 }
 
+/* How the process ended, in a word for JSON. */
+static const char *ending_word(const wsprof_trace_status *st)
+{
+	if (st->ended_by_exec)
+		return "exec";
+	if (!st->complete)
+		return "cut";
+	return st->ending == WSPROF_END_EXIT ? "exit" : st->ending == WSPROF_END_SIGNAL ? "signal" : "unknown";
+}
+
+static const char *signal_name(int sig, char *buf, size_t cap)
+{
+	const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
+	if (abbrev)
+		snprintf(buf, cap, "SIG%s", abbrev);
+	else
+		snprintf(buf, cap, "signal %d", sig);
+	return buf;
+}
+
+/* The summary's "ended" line. */
+static void print_ending(const struct wsp_loaded *l)
+{
+	const wsprof_trace_status *st = &l->status;
+	const char *by = st->finished_by_launcher
+				 ? "; the process could not write the end of its trace, wsprof record did from the process's buffers"
+				 : "";
+	char sig[32];
+	if (st->ended_by_exec)
+		printf("  ended     by exec of %s\n", wsp_model_exec(l->model) ? wsp_model_exec(l->model) : "?");
+	else if (!st->complete)
+		printf("  ended     not known: the trace was cut (killed, or ended by exit_group, without wsprof record to "
+		       "finish it); what was written before is shown\n");
+	else if (st->ending == WSPROF_END_EXIT)
+		printf("  ended     exit status %d%s\n", st->ending_value, by);
+	else if (st->ending == WSPROF_END_SIGNAL)
+		printf("  ended     killed by %s%s%s\n", signal_name(st->ending_value, sig, sizeof sig),
+		       st->ending_value == SIGKILL ? " (kill -9, or the kernel's out-of-memory killer)" : "", by);
+	else if (wsprof_trace_process(l->trace)->format_minor >= 2 || wsprof_trace_process(l->trace)->format_major > 2)
+		printf("  ended     how is not known%s\n", by);
+}
+
 static void print_json(const struct wsp_loaded *l)
 {
 	const wsprof_process *p = wsprof_trace_process(l->trace);
@@ -66,6 +109,17 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_bool(&j, "complete", st->complete);
 	wsp_json_sampled(&j, l);
 	wsp_json_string(&j, "status", status_word(st));
+	wsp_json_begin_object(&j, "ended");
+	wsp_json_string(&j, "how", ending_word(st));
+	if (st->complete && st->ending == WSPROF_END_EXIT)
+		wsp_json_uint(&j, "exit_status", (uint64_t)st->ending_value);
+	if (st->complete && st->ending == WSPROF_END_SIGNAL) {
+		char sig[32];
+		wsp_json_uint(&j, "signal", (uint64_t)st->ending_value);
+		wsp_json_string(&j, "signal_name", signal_name(st->ending_value, sig, sizeof sig));
+	}
+	wsp_json_bool(&j, "finished_by_wsprof_record", st->finished_by_launcher);
+	wsp_json_end_object(&j);
 	if (st->error)
 		wsp_json_string(&j, "warning", wsprof_strerror(st->error));
 	wsp_json_seconds(&j, "duration_s", st->end_time_ns);
@@ -208,6 +262,7 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	       (unsigned long long)st->threads, st->threads == 1 ? "" : "s", wsp_group_digits(a, sizeof a, st->events));
 	printf("  trace     %s (format %u.%u, wsprof %s)\n", status_word(st), p->format_major, p->format_minor,
 	       p->tool_version);
+	print_ending(l);
 	if (p->access_sources) {
 		char sources[128];
 		printf("  access    %s", wsp_access_sources_text(p->access_sources, sources, sizeof sources));
@@ -287,8 +342,6 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 			printf(" %u", kids[i]);
 		printf("\n");
 	}
-	if (st->ended_by_exec && wsp_model_exec(l->model))
-		printf("\n  ended by exec of %s (traced into its own file when following)\n", wsp_model_exec(l->model));
 }
 
 int wsp_cmd_summary(int argc, char **argv)

@@ -37,15 +37,35 @@ void wsp_set_ending(unsigned how, unsigned value)
 	wsp_rescue_set_ending(how, value);
 }
 
-/* exit(status), or a return from main: registered when recording starts,
- * so it runs after the program's own exit handlers and before the
- * destructors (glibc runs the loader's, which call on_unload, last). The
- * status is what the parent will see. */
+/* exit(status), or a return from main: the status is what the parent
+ * will see. */
 static void exit_status(int status, void *arg)
 {
 	(void)arg;
 	if (wsp_is_traced_process())
 		wsp_set_ending(WSPROF_END_EXIT, (unsigned)status & 0xffu);
+}
+
+/* The exit handler is registered as main starts: libc registers the
+ * loader's handler, which runs the destructors (on_unload writes the
+ * footer), just before calling main, and exit handlers run last first. A
+ * handler registered from our constructor would run after the footer. */
+typedef int (*main_fn)(int, char **, char **);
+typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
+static main_fn program_main;
+
+static int main_traced(int argc, char **argv, char **envp)
+{
+	on_exit(exit_status, NULL); /* glibc's first 32 handlers are static: no allocation */
+	return program_main(argc, argv, envp);
+}
+
+WSPROF_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+				    void (*rtld_fini)(void), void *stack_end)
+{
+	start_main_fn real = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+	program_main = main;
+	return real(main_traced, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
 static uint64_t clock_ns(clockid_t c)
@@ -111,7 +131,6 @@ bool wsp_ready(void)
 	wsp_config_load();
 	wsp_stacks_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	on_exit(exit_status, NULL); /* glibc's first 32 handlers are static: no allocation */
 	start(0);
 	return atomic_load(&wsp_state) == WSP_ACTIVE;
 }

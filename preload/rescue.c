@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -98,6 +99,10 @@ bool wsp_rescue_open(const char *path, int trace_fd, uint64_t header_bytes, size
 	int saved = errno;
 	size_t stage_off = WSP_RESCUE_HEAD_SIZE, slots_off = stage_off + stage_cap;
 	size_t size = slots_off + nslots * buf_size;
+	/* Sizing a memfd counts against RLIMIT_FSIZE: past it, SIGXFSZ. */
+	struct rlimit lim;
+	if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < size)
+		return false;
 	int mfd = (int)syscall(SYS_memfd_create, "wsprof-buffers", MFD_CLOEXEC);
 	struct stat st;
 	if (mfd < 0 || ftruncate(mfd, (off_t)size) != 0 || fstat(trace_fd, &st) != 0) {
