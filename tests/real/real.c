@@ -16,7 +16,8 @@
  * on a scratch repository, gcc compiling and linking a C file, sqlite3
  * running a scripted workload, zstd compressing and decompressing, rustc
  * building a threaded Rust program that then runs, javac and java with
- * threads and a garbage collection, node with a worker thread.
+ * threads and a garbage collection, node with a worker thread, a Go
+ * program with goroutines and cgo (golang-go).
  */
 #include "harness.h"
 
@@ -88,6 +89,15 @@ static bool starts_with(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* wsprof record's word that it finished the trace of a process that could
+ * not (a Go program ends by exit_group): said before where the traces are. */
+static bool is_finishing_line(const char *line)
+{
+	unsigned long more;
+	return (starts_with(line, "wsprof: pid ") && strstr(line, " without finishing its trace")) ||
+	       sscanf(line, "wsprof: ... and %lu more traces finished by wsprof", &more) == 1;
+}
+
 /* `wsprof record` ends its stderr with lines saying where the traces are;
  * cut them off (they follow everything the program wrote) and count the
  * traces they name. Anything else from wsprof stays and fails the
@@ -105,9 +115,9 @@ static char *split_wsprof_lines(const char *err, size_t *named)
 		unsigned long more;
 		if (starts_with(line, "wsprof: trace of ")) {
 			(*named)++;
-		} else if (sscanf(line, "wsprof: ... and %lu more traces", &more) == 1) {
+		} else if (sscanf(line, "wsprof: ... and %lu more traces of", &more) == 1) {
 			*named += more;
-		} else if (!starts_with(line, "wsprof: see it with: ")) {
+		} else if (!starts_with(line, "wsprof: see it with: ") && !is_finishing_line(line)) {
 			break;
 		}
 		text[start] = 0;
@@ -655,6 +665,99 @@ Test(real, node_runs_a_worker_thread)
 			{ { "/usr/bin/node", "work.js", NULL } },
 		},
 		.files = { NULL },
+	};
+	run_scenario(&s);
+}
+
+/* ---- Go: a runtime that ends its process with exit_group ---------------
+ * Go's runtime never calls exit: its process ends by the raw exit_group
+ * system call, so only wsprof record can finish the trace (from the
+ * buffers the process shares with it, src/rescue.h). With cgo, its
+ * threads are pthreads and C.malloc is the traced malloc. */
+
+static const char go_program[] =
+	"package main\n"
+	"\n"
+	"/*\n"
+	"#include <stdlib.h>\n"
+	"#include <string.h>\n"
+	"static void *keep(size_t n) { void *p = malloc(n); memset(p, 1, n); return p; }\n"
+	"*/\n"
+	"import \"C\"\n"
+	"\n"
+	"import (\n"
+	"\t\"fmt\"\n"
+	"\t\"sync\"\n"
+	")\n"
+	"\n"
+	"func main() {\n"
+	"\tvar wg sync.WaitGroup\n"
+	"\twords := make([]int, 4)\n"
+	"\tfor id := 0; id < 4; id++ {\n"
+	"\t\twg.Add(1)\n"
+	"\t\tgo func(id int) {\n"
+	"\t\t\tdefer wg.Done()\n"
+	"\t\t\tm := map[string]int{}\n"
+	"\t\t\tfor i := 0; i < 100000; i++ {\n"
+	"\t\t\t\tm[fmt.Sprint(\"w\", (i*7919+id)%5000)] += i\n"
+	"\t\t\t}\n"
+	"\t\t\tfor i := 0; i < 100; i++ {\n"
+	"\t\t\t\tC.free(C.malloc(C.size_t(1000 + id)))\n"
+	"\t\t\t}\n"
+	"\t\t\twords[id] = len(m)\n"
+	"\t\t}(id)\n"
+	"\t}\n"
+	"\twg.Wait()\n"
+	"\tC.keep(1 << 20) // live when the process ends\n"
+	"\tfmt.Println(\"words\", words)\n"
+	"}\n";
+
+/* Built untraced, with a build cache shared by the plain and the recorded
+ * run's preparations (the go command runs a compiler per package). */
+static void go_prepare(const char *work)
+{
+	write_text(work, "words.go", go_program);
+	char *cache = wt_path(work, "../gocache"), *gopath = wt_path(work, "../gopath"); /* beside work: kept */
+	char *cache_env = wt_path("", "GOCACHE=%s", cache), *gopath_env = wt_path("", "GOPATH=%s", gopath);
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ "/usr/bin/env", "-C", work, cache_env + 1, gopath_env + 1, "GO111MODULE=off",
+				     "CGO_ENABLED=1", "/usr/bin/go", "build", "-o", "words", "words.go", NULL });
+	wt_assert_status(&r, 0, "go build");
+	wt_result_free(&r);
+	free(cache_env), free(gopath_env), free(cache), free(gopath);
+}
+
+/* What the program knows of its C allocations: 400 blocks freed and 1 MiB
+ * live at the end, however Go's own start-up allocates besides. */
+static void go_verify(const char *work)
+{
+	char *trace = wt_path(work, "../traces/step1.wsp");
+	struct wt_json *s = wt_summary(trace, NULL);
+	cr_expect_geq(wt_u64(s, "kinds.heap.allocations"), 401, "C.malloc was called 401 times");
+	cr_expect_geq(wt_u64(s, "kinds.heap.frees"), 400, "C.free was called 400 times");
+	cr_expect_geq(wt_u64(s, "kinds.heap.leaked_bytes"), 1u << 20, "1 MiB is live when the program ends");
+	const char *how = wt_json_str(s, "ended.how");
+	bool by_record = false;
+	cr_expect(how && strcmp(how, "exit") == 0 && wt_u64(s, "ended.exit_status") == 0,
+		  "the Go program's trace does not say it exited with status 0");
+	cr_expect(wt_json_bool(s, "ended.finished_by_wsprof_record", &by_record) && by_record,
+		  "exit_group left the trace to wsprof record, which should say it finished it");
+	wt_json_free(s);
+	free(trace);
+}
+
+Test(real, go_runs_goroutines_with_cgo)
+{
+	need_program("/usr/bin/go", "golang-go");
+	struct scenario s = {
+		.name = "go",
+		.env = { "LC_ALL=C", NULL },
+		.prepare = go_prepare,
+		.steps = {
+			{ { "./words", NULL } },
+		},
+		.files = { NULL },
+		.verify = go_verify,
 	};
 	run_scenario(&s);
 }
