@@ -57,7 +57,7 @@ static uint64_t us(uint64_t ns)
 static bool shown_kind(const struct wsp_kind_stats *s, unsigned k)
 {
 	/* VMM address ranges are shown with cuda_vmm, as in the summary. */
-	return s->seen && k != WSPROF_KIND_CUDA_VMM_MAPPED && k != WSPROF_KIND_CUDA_VMM_RESERVED;
+	return s->seen && !wsp_kind_is_address_space(k);
 }
 
 static void event_open(struct exporter *e, const char *ph, const char *name, uint32_t tid)

@@ -65,7 +65,7 @@ static const char *const source_words[SOURCES] = { "written pages", "DAMON", "ke
  * physical allocations (handles) nor address space only reserved. */
 static bool has_addresses(unsigned kind)
 {
-	return kind != WSPROF_KIND_CUDA_VMM && kind != WSPROF_KIND_CUDA_VMM_RESERVED;
+	return kind != WSPROF_KIND_CUDA_VMM && !wsp_kind_is_reservation(kind);
 }
 
 static bool kind_wanted(int kind, unsigned k)

@@ -102,7 +102,7 @@ struct wsp_model {
 	uint32_t *free_blocks;       /* places freed, taken again last in first out */
 	size_t nfree_blocks;
 
-	struct range_set ranges[3];  /* mmap, CUDA VMM mappings, CUDA VMM reservations */
+	struct range_set ranges[4];  /* mmap, CUDA VMM mappings, CUDA VMM reservations, mmap reservations */
 
 	struct wsp_device_stats *devices;
 	struct wsp_series *device_used; /* by index of devices */
@@ -457,7 +457,7 @@ static void settle_departed(struct wsp_departed_block *d, void *arg)
  * registered ranges, VMM handles or reservations). */
 static bool has_memory(const struct wsp_block *b)
 {
-	return !(b->addr >> 62) && b->kind != WSPROF_KIND_CUDA_VMM_MAPPED && b->kind != WSPROF_KIND_CUDA_VMM_RESERVED;
+	return !(b->addr >> 62) && !wsp_kind_is_address_space(b->kind);
 }
 
 /* A block that ends is kept (departed.h) until no open window can have
@@ -982,6 +982,7 @@ static struct range_set *ranges_of(struct wsp_model *m, unsigned kind)
 	case WSPROF_KIND_MMAP: return &m->ranges[0];
 	case WSPROF_KIND_CUDA_VMM_MAPPED: return &m->ranges[1];
 	case WSPROF_KIND_CUDA_VMM_RESERVED: return &m->ranges[2];
+	case WSPROF_KIND_MMAP_RESERVED: return &m->ranges[3];
 	default: return NULL;
 	}
 }
@@ -1081,9 +1082,40 @@ static int range_cut(struct wsp_model *m, struct range_set *rs, uint64_t addr, u
 	return 0;
 }
 
-static int range_add(struct wsp_model *m, struct range_set *rs, const struct wsp_block *b)
+/* The other half of the mmap address space: committed and reserved
+ * mappings share it, and MAP_FIXED, munmap and mremap act on both. */
+static struct range_set *ranges_beside(struct wsp_model *m, unsigned kind)
 {
-	int err = range_cut(m, rs, b->addr, b->size, NULL); /* MAP_FIXED over old maps */
+	return kind == WSPROF_KIND_MMAP ? &m->ranges[3] : kind == WSPROF_KIND_MMAP_RESERVED ? &m->ranges[0] : NULL;
+}
+
+/* Bytes of [addr, addr+len) a range set holds. */
+static uint64_t range_overlap(const struct range_set *rs, uint64_t addr, uint64_t len)
+{
+	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len, bytes = 0;
+	for (size_t i = range_first_after(rs, addr); i < rs->n && rs->v[i].addr < end; i++) {
+		uint64_t lo = rs->v[i].addr > addr ? rs->v[i].addr : addr;
+		uint64_t hi = rs->v[i].addr + rs->v[i].size < end ? rs->v[i].addr + rs->v[i].size : end;
+		bytes += hi - lo;
+	}
+	return bytes;
+}
+
+/* Release [addr, addr+len) from a kind's ranges and those beside them. */
+static int ranges_cut(struct wsp_model *m, unsigned kind, uint64_t addr, uint64_t len, struct stash *into)
+{
+	struct range_set *rs = ranges_of(m, kind), *beside = ranges_beside(m, kind);
+	int err = rs ? range_cut(m, rs, addr, len, into) : 0;
+	return err || !beside ? err : range_cut(m, beside, addr, len, into);
+}
+
+static int range_add(struct wsp_model *m, struct range_set *rs, struct wsp_block *b)
+{
+	struct range_set *beside = ranges_beside(m, b->kind);
+	/* Committed where address space was reserved: a runtime's heap. */
+	if (b->kind == WSPROF_KIND_MMAP && beside && range_overlap(beside, b->addr, b->size))
+		b->in_reservation = true;
+	int err = ranges_cut(m, b->kind, b->addr, b->size, NULL); /* MAP_FIXED over old maps */
 	return err ? err : range_insert_at(rs, range_first_after(rs, b->addr), b);
 }
 
@@ -1519,6 +1551,33 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 	return 0;
 }
 
+/* mprotect: the part of the range on the other side (reserved, for a
+ * commit; committed, for PROT_NONE) changes sides, one allocation of the
+ * event's kind per piece; the rest of the range is left as it was (a JIT
+ * switching committed code between writable and executable allocates
+ * nothing). */
+static int apply_protect(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev)
+{
+	struct range_set *from = ranges_beside(m, ev->kind);
+	if (!from)
+		return 0;
+	uint64_t addr = ev->addr, end = ev->addr + ev->size < ev->addr ? UINT64_MAX : ev->addr + ev->size;
+	for (;;) {
+		size_t i = range_first_after(from, addr);
+		if (i >= from->n || from->v[i].addr >= end)
+			return 0;
+		wsprof_event piece = *ev;
+		piece.addr = from->v[i].addr > addr ? from->v[i].addr : addr;
+		uint64_t hi = from->v[i].addr + from->v[i].size < end ? from->v[i].addr + from->v[i].size : end;
+		piece.size = hi - piece.addr;
+		m->kinds[ev->kind].seen = true;
+		int err = apply_alloc(m, t, &piece); /* cuts the piece from the other side */
+		if (err)
+			return err;
+		addr = hi;
+	}
+}
+
 static void apply_free(struct wsp_model *m, const wsprof_event *ev, struct stash *into)
 {
 	uint64_t key = block_key(ev->kind, ev->op, ev->addr);
@@ -1545,7 +1604,7 @@ static int apply_fail(struct wsp_model *m, wsprof_trace *t, const wsprof_event *
 	struct stash *s = stash_of(m, ev->tid, false);
 	if (s) {
 		for (size_t i = 0; i < s->n; i++) {
-			const struct wsp_block *b = &s->blocks[i];
+			struct wsp_block *b = &s->blocks[i];
 			struct range_set *rs = ranges_of(m, b->kind);
 			int err = rs ? range_add(m, rs, b) : heap_insert(m, b);
 			if (err)
@@ -1663,11 +1722,11 @@ static int apply_event(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 		m->last_time = ev->time_ns;
 	m->seq = ev->seq;
 	/* A kind shows up once something was allocated (or failed to be). */
-	if (ev->type == WSPROF_EV_ALLOC || ev->type == WSPROF_EV_FAIL)
+	if ((ev->type == WSPROF_EV_ALLOC && ev->op != WSPROF_OP_MPROTECT) || ev->type == WSPROF_EV_FAIL)
 		m->kinds[ev->kind].seen = true;
 	switch (ev->type) {
 	case WSPROF_EV_ALLOC:
-		return apply_alloc(m, t, ev);
+		return ev->op == WSPROF_OP_MPROTECT ? apply_protect(m, t, ev) : apply_alloc(m, t, ev);
 	case WSPROF_EV_FREE:
 		apply_free(m, ev, NULL);
 		return 0;
@@ -1675,18 +1734,15 @@ static int apply_event(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 		struct stash *s = stash_of(m, ev->tid, true);
 		if (!s)
 			return -ENOMEM;
-		struct range_set *rs = ranges_of(m, ev->kind);
-		if (rs)
-			return range_cut(m, rs, ev->addr, ev->size, s);
+		if (ranges_of(m, ev->kind))
+			return ranges_cut(m, ev->kind, ev->addr, ev->size, s);
 		apply_free(m, ev, s);
 		return 0;
 	}
 	case WSPROF_EV_FAIL:
 		return apply_fail(m, t, ev);
-	case WSPROF_EV_UNMAP: {
-		struct range_set *rs = ranges_of(m, ev->kind);
-		return rs ? range_cut(m, rs, ev->addr, ev->size, NULL) : 0;
-	}
+	case WSPROF_EV_UNMAP:
+		return ranges_cut(m, ev->kind, ev->addr, ev->size, NULL);
 	case WSPROF_EV_DEVICE_MEMORY:
 		return note_device(m, ev);
 	case WSPROF_EV_ANNOTATE:
@@ -1715,6 +1771,16 @@ static int apply_event(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 const struct wsp_kind_stats *wsp_model_kind(const struct wsp_model *m, unsigned kind)
 {
 	return kind < WSPROF_KIND_COUNT ? &m->kinds[kind] : NULL;
+}
+
+uint64_t wsp_model_mmap_in_reservations(const struct wsp_model *m)
+{
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < m->ranges[0].n; i++) {
+		const struct wsp_block *b = &m->ranges[0].v[i];
+		bytes += b->in_reservation && !b->excluded ? b->size : 0;
+	}
+	return bytes;
 }
 
 uint64_t wsp_model_untracked_frees(const struct wsp_model *m)

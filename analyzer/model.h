@@ -75,7 +75,23 @@ struct wsp_block {
 	uint8_t kind;
 	bool excluded;             /* filtered out: tracked only to match its free */
 	bool has_ann;              /* the program annotated it */
+	bool in_reservation;       /* mmap committed inside reserved address space (a runtime's heap) */
 };
+
+/* Address space only reserved, not memory: CUDA VMM reservations and
+ * mmap reservations (PROT_NONE, MAP_NORESERVE). */
+static inline bool wsp_kind_is_reservation(unsigned kind)
+{
+	return kind == WSPROF_KIND_CUDA_VMM_RESERVED || kind == WSPROF_KIND_MMAP_RESERVED;
+}
+
+/* Kinds that are address ranges, shown with the kind whose memory they
+ * hold rather than as memory of their own: reservations, and CUDA VMM
+ * mappings (their bytes are the cuda_vmm allocations mapped). */
+static inline bool wsp_kind_is_address_space(unsigned kind)
+{
+	return kind == WSPROF_KIND_CUDA_VMM_MAPPED || wsp_kind_is_reservation(kind);
+}
 
 /* Figures of one call stack (and kind), with per_stack.
  * temporary: allocations freed before their thread allocated again (a
@@ -122,6 +138,9 @@ void wsp_model_free(struct wsp_model *m);
 int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev);
 
 const struct wsp_kind_stats *wsp_model_kind(const struct wsp_model *m, unsigned kind);
+/* Live mmap bytes committed inside reserved address space (mmap_reserved):
+ * what a runtime (JVM, Go, V8) made of the heap it reserved. */
+uint64_t wsp_model_mmap_in_reservations(const struct wsp_model *m);
 uint64_t wsp_model_untracked_frees(const struct wsp_model *m);
 uint64_t wsp_model_last_time(const struct wsp_model *m);
 

@@ -205,7 +205,7 @@ static unsigned main_kind(const struct wsp_loaded *l)
 {
 	unsigned best = WSPROF_KIND_HEAP;
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
-		if (k != WSPROF_KIND_CUDA_VMM_RESERVED &&
+		if (!wsp_kind_is_reservation(k) &&
 		    wsp_model_kind(l->model, k)->peak_bytes > wsp_model_kind(l->model, best)->peak_bytes)
 			best = k;
 	return best;

@@ -26,7 +26,7 @@
 
 static bool is_memory_kind(unsigned k)
 {
-	return k != WSPROF_KIND_CUDA_VMM_MAPPED && k != WSPROF_KIND_CUDA_VMM_RESERVED;
+	return !wsp_kind_is_address_space(k);
 }
 
 struct collector {

@@ -42,11 +42,20 @@ const char *wsp_access_sources_text(unsigned bits, char *buf, size_t cap)
 	return buf;
 }
 
-/* CUDA VMM mappings and reservations are address space, not memory: they
- * are told with cuda_vmm, not as kinds of their own. */
+/* CUDA VMM mappings and reservations, mmap reservations: address space,
+ * told with cuda_vmm and mmap, not as kinds of their own. */
 static bool is_address_range_kind(unsigned k)
 {
-	return k == WSPROF_KIND_CUDA_VMM_MAPPED || k == WSPROF_KIND_CUDA_VMM_RESERVED;
+	return wsp_kind_is_address_space(k);
+}
+
+/* Whether a kind has a line in the table: mmap also for reservations alone. */
+static bool shown(const struct wsp_loaded *l, unsigned k)
+{
+	if (is_address_range_kind(k))
+		return false;
+	return wsp_model_kind(l->model, k)->seen ||
+	       (k == WSPROF_KIND_MMAP && wsp_model_kind(l->model, WSPROF_KIND_MMAP_RESERVED)->seen);
 }
 
 static const char *status_word(const wsprof_trace_status *st)
@@ -151,7 +160,7 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_begin_object(&j, "kinds");
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);
-		if (!s->seen || is_address_range_kind(k))
+		if (!shown(l, k))
 			continue;
 		wsp_json_begin_object(&j, wsprof_kind_name(k));
 		wsp_json_estimated(&j, l, k);
@@ -176,6 +185,13 @@ static void print_json(const struct wsp_loaded *l)
 			wsp_json_uint(&j, "mapped_bytes_at_end", map->live_bytes);
 			wsp_json_uint(&j, "reserved_peak_bytes", res->peak_bytes);
 			wsp_json_uint(&j, "reserved_bytes_at_end", res->live_bytes);
+		}
+		if (k == WSPROF_KIND_MMAP) {
+			const struct wsp_kind_stats *res = wsp_model_kind(l->model, WSPROF_KIND_MMAP_RESERVED);
+			wsp_json_uint(&j, "reservations", res->allocations);
+			wsp_json_uint(&j, "reserved_peak_bytes", res->peak_bytes);
+			wsp_json_uint(&j, "reserved_bytes_at_end", res->live_bytes);
+			wsp_json_uint(&j, "in_reservations_bytes_at_end", wsp_model_mmap_in_reservations(l->model));
 		}
 		wsp_json_end_object(&j);
 	}
@@ -291,7 +307,7 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	bool any = false;
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);
-		if (!s->seen || is_address_range_kind(k))
+		if (!shown(l, k))
 			continue;
 		any = true;
 		const char *est = wsp_est(l, k); /* failures are always recorded: never estimates */
@@ -324,6 +340,16 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 		printf("\n  cuda_vmm address space: mapped %s at the peak, %s at the end; reserved %s at the peak, %s at the end\n",
 		       wsp_human_bytes(a, sizeof a, map->peak_bytes), wsp_human_bytes(b, sizeof b, map->live_bytes),
 		       wsp_human_bytes(c, sizeof c, res->peak_bytes), wsp_human_bytes(d, sizeof d, res->live_bytes));
+	const struct wsp_kind_stats *reserved = wsp_model_kind(l->model, WSPROF_KIND_MMAP_RESERVED);
+	if (reserved->seen) {
+		uint64_t heap = wsp_model_mmap_in_reservations(l->model);
+		printf("\n  mmap address space reserved, not committed (PROT_NONE, MAP_NORESERVE; not memory): %s at the "
+		       "peak, %s at the end\n", wsp_human_bytes(a, sizeof a, reserved->peak_bytes),
+		       wsp_human_bytes(b, sizeof b, reserved->live_bytes));
+		if (heap)
+			printf("  of the mmap live at the end, %s was committed inside reservations: a runtime's heap, "
+			       "live when the program ended rather than leaked\n", wsp_human_bytes(c, sizeof c, heap));
+	}
 	const struct wsp_device_stats *dev;
 	size_t ndev = wsp_model_devices(l->model, &dev);
 	for (size_t i = 0; i < ndev; i++)

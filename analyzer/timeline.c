@@ -57,7 +57,7 @@ size_t wsp_timeline_kinds(const struct wsp_loaded *l, int kind, unsigned *kinds)
 	size_t n = 0;
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);
-		if ((kind >= 0 && k != (unsigned)kind) || !s->seen || k == WSPROF_KIND_CUDA_VMM_RESERVED)
+		if ((kind >= 0 && k != (unsigned)kind) || !s->seen || wsp_kind_is_reservation(k))
 			continue;
 		kinds[n++] = k;
 	}

@@ -68,6 +68,7 @@ void wsp_real_resolve(void)
 	RESOLVE(pvalloc);
 	RESOLVE(mmap);
 	RESOLVE(munmap);
+	RESOLVE(mprotect);
 	RESOLVE(mremap);
 	RESOLVE(dlopen);
 	RESOLVE(dlclose);

@@ -35,7 +35,7 @@ _Atomic uint64_t wsp_untraced_calls;
 #define HEAP WSPROF_KIND_HEAP
 #define MMAP WSPROF_KIND_MMAP
 
-/* mmap, munmap and mremap are what allocators call from inside their own
+/* mmap, munmap, mremap and mprotect are what allocators call from inside their own
  * critical sections: jemalloc while it initialises, tcmalloc growing its
  * heap while it unwinds with libunwind, libunwind filling its memory pools.
  * So such a call never starts recording (the start creates threads, which
@@ -70,15 +70,23 @@ static inline void map_leave(int e)
 	wsp_leave(e);
 }
 
-static void note_map(void *p, size_t size, uintptr_t caller)
+/* Address space a runtime reserves (the JVM's and Go's heaps, V8's
+ * cages) is not memory until it is committed: PROT_NONE or MAP_NORESERVE
+ * makes a reservation (doc/trace-format.md, mmap_reserved). */
+static unsigned map_kind(int prot, int flags)
+{
+	return prot == PROT_NONE || (flags & MAP_NORESERVE) ? WSPROF_KIND_MMAP_RESERVED : MMAP;
+}
+
+static void note_map(void *p, size_t size, int prot, int flags, uintptr_t caller)
 {
 	int e = errno;
 	if (!map_enter(caller))
 		return;
 	if (p)
-		wsp_record_alloc(MMAP, WSPROF_OP_MMAP, p, size);
+		wsp_record_alloc(map_kind(prot, flags), WSPROF_OP_MMAP, p, size);
 	else
-		wsp_record_fail(MMAP, WSPROF_OP_MMAP, size);
+		wsp_record_fail(map_kind(prot, flags), WSPROF_OP_MMAP, size);
 	map_leave(e);
 }
 
@@ -357,7 +365,7 @@ static inline void *map_from(uintptr_t caller, void *addr, size_t len, int prot,
 	if (need_real((void *)wsp_real.mmap) && !wsp_real.mmap)
 		return sys_mmap(addr, len, prot, flags, fd, off);
 	void *p = wsp_real.mmap(addr, len, prot, flags, fd, off);
-	note_map(p == MAP_FAILED ? NULL : p, len, caller);
+	note_map(p == MAP_FAILED ? NULL : p, len, prot, flags, caller);
 	return p;
 }
 
@@ -382,6 +390,24 @@ WSPROF_EXPORT int munmap(void *addr, size_t len)
 		map_leave(e);
 	}
 	return wsp_real.munmap(addr, len);
+}
+
+/* Making part of a reservation accessible commits it; PROT_NONE gives
+ * committed memory back to the reservation (the model moves only the part
+ * on the other side: a JIT flipping its code between writable and
+ * executable changes nothing). Recorded once the call succeeded. */
+WSPROF_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	if (need_real((void *)wsp_real.mprotect) && !wsp_real.mprotect)
+		return (int)syscall(SYS_mprotect, addr, len, prot);
+	int r = wsp_real.mprotect(addr, len, prot);
+	int e = errno;
+	if (r == 0 && len && ((uintptr_t)addr & 4095) == 0 && map_enter((uintptr_t)__builtin_return_address(0))) {
+		size_t pages = (len + 4095) & ~(size_t)4095;
+		wsp_record_alloc(prot == PROT_NONE ? WSPROF_KIND_MMAP_RESERVED : MMAP, WSPROF_OP_MPROTECT, addr, pages);
+		map_leave(e);
+	}
+	return r;
 }
 
 WSPROF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)

@@ -12,7 +12,7 @@
  *   process.c    start, exit, fork and exec
  *   rescue.c     the buffers wsprof record can finish a trace from (src/rescue.h)
  *   fds.c        wsprof's own descriptors, kept high
- *   hooks_libc.c the malloc family and mmap/munmap/mremap
+ *   hooks_libc.c the malloc family and mmap/munmap/mremap/mprotect
  *   sampling.c   WSPROF_SAMPLE_BYTES: which heap allocations (and frees) are recorded
  *   hooks_cuda.c CUDA driver allocations by every route, the CUDA runtime's failures
  *   annotate.c   what the program says about its memory (wsprof.h, NVTX)
@@ -136,6 +136,7 @@ struct wsp_real {
 	void *(*pvalloc)(size_t);
 	void *(*mmap)(void *, size_t, int, int, int, off_t);
 	int (*munmap)(void *, size_t);
+	int (*mprotect)(void *, size_t, int);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
 	void *(*dlopen)(const char *, int);
 	int (*dlclose)(void *);

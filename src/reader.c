@@ -253,7 +253,7 @@ const char *wsprof_strerror(int err)
 
 static const char *const kind_names[WSPROF_KIND_COUNT] = {
 	"heap", "mmap", "cuda_device", "cuda_managed", "cuda_host", "cuda_vmm", "pool",
-	"cuda_vmm_mapped", "cuda_vmm_reserved",
+	"cuda_vmm_mapped", "cuda_vmm_reserved", "mmap_reserved",
 };
 
 const char *wsprof_kind_name(unsigned kind)
@@ -270,6 +270,7 @@ static const char *const op_names[WSPROF_OP_COUNT] = {
 	"cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree",
 	"cudaMalloc", "cudaMallocPitch", "cudaMallocManaged", "cudaMallocHost", "cudaHostAlloc",
 	"cudaHostRegister", "cudaMallocAsync", "cudaMallocFromPoolAsync", "pool_alloc", "pool_free",
+	"mprotect",
 };
 
 static const char *const annotation_names[WSPROF_ANN_COUNT] = {

@@ -65,7 +65,12 @@ enum wsprof_kind {
 	 * cuda_vmm allocations, and reserved. Reports show them with cuda_vmm. */
 	WSPROF_KIND_CUDA_VMM_MAPPED = 7,
 	WSPROF_KIND_CUDA_VMM_RESERVED = 8,
-	WSPROF_KIND_COUNT = 9
+	/* Address space mapped but not committed (format 2.2): mmap with
+	 * PROT_NONE or MAP_NORESERVE, or made PROT_NONE by mprotect; a commit
+	 * (mprotect making it accessible, mmap MAP_FIXED over it) turns the
+	 * part it covers into mmap. Reports show it with mmap, not as memory. */
+	WSPROF_KIND_MMAP_RESERVED = 9,
+	WSPROF_KIND_COUNT = 10
 };
 
 /* @return the kind's name as used in reports ("heap", "mmap", ...), or NULL. */
@@ -89,6 +94,10 @@ enum wsprof_op {
 	WSPROF_OP_CUDA_MALLOC_ASYNC, WSPROF_OP_CUDA_MALLOC_FROM_POOL_ASYNC,
 	/* sub-allocations the program reports (wsprof_pool_alloc/free, NVTX regions) */
 	WSPROF_OP_POOL_ALLOC, WSPROF_OP_POOL_FREE,
+	/* mprotect (format 2.2): an ALLOC of kind mmap commits the reserved
+	 * part of its range, of kind mmap_reserved gives back the committed
+	 * part; what the range holds of neither is left as it is */
+	WSPROF_OP_MPROTECT,
 	WSPROF_OP_COUNT
 };
 

@@ -4,7 +4,8 @@
  * Whole and partial munmap, mremap, MAP_FIXED over a mapping and a failed
  * mmap must add up exactly as the program counted them; and a mapping cut
  * in two by a hole, then unmapped with one call, is still one mapping made
- * and one released.
+ * and one released. Address space reserved and not committed is reported
+ * apart (mmap_reserved), and what is committed inside it is mmap.
  */
 #include "harness.h"
 
@@ -37,4 +38,9 @@ Test(mmap, map_trim_remap_map_over_fail_and_leak)
 Test(mmap, a_mapping_with_a_hole_is_still_one_mapping)
 {
 	check((const char *[]){ "hole", NULL });
+}
+
+Test(mmap, reserved_address_space_is_not_memory_until_committed)
+{
+	check((const char *[]){ "reserve", NULL });
 }
