@@ -12,6 +12,7 @@
 #include "analyzer.h"
 #include "config.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -154,6 +155,30 @@ static bool secure_exec(const char *prog, char *why, size_t cap)
 	return true;
 }
 
+/* An ELF executable without an interpreter (static, static-pie): no
+ * loader runs in it, so nothing preloads. A script or an unreadable file
+ * is not judged here. */
+static bool statically_linked(const char *prog)
+{
+	int fd = open(prog, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	Elf64_Ehdr eh;
+	bool is_static = false;
+	if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+	    eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum < 4096) {
+		is_static = true;
+		for (unsigned i = 0; i < eh.e_phnum && is_static; i++) {
+			Elf64_Phdr ph;
+			if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph ||
+			    ph.p_type == PT_INTERP)
+				is_static = false;
+		}
+	}
+	close(fd);
+	return is_static;
+}
+
 static bool set_number(const char *name, const char *value, unsigned lo, unsigned hi)
 {
 	char *end;
@@ -287,9 +312,15 @@ int wsp_cmd_record(int argc, char **argv)
 
 	char why[96];
 	bool untraced = secure_exec(prog, why, sizeof why);
-	if (untraced)
+	if (!untraced && statically_linked(prog)) {
+		snprintf(why, sizeof why, "is statically linked");
+		fprintf(stderr, "wsprof: %s %s: no dynamic loader runs in it to preload wsprof, so it runs untraced\n",
+			prog, why);
+		untraced = true;
+	} else if (untraced) {
 		fprintf(stderr, "wsprof: %s %s: the loader ignores LD_PRELOAD for it, so it runs untraced "
 			"(to trace it, record a copy without the set-ID bit or capabilities)\n", prog, why);
+	}
 	/* Handlers before the fork, so no signal falls between; exec resets
 	 * them in the program. */
 	pass_signals_on();

@@ -7,6 +7,9 @@
  * of the pool. Resolution happens once, on the first hook call or in the
  * constructor, whichever comes first; it is idempotent and thread-safe
  * enough for that moment (racing threads resolve the same pointers).
+ * dlsym takes the loader's lock, which is recursive: resolving from a hook
+ * inside dlopen (a constructor that allocates) takes it again; and no
+ * wsprof lock is held here, so nothing the lock's holder waits for is.
  */
 #include "wsp.h"
 

@@ -123,7 +123,7 @@ static bool has_word(const char *list, const char *word)
 
 static const char *because(char *why, size_t cap, const char *what, int err)
 {
-	snprintf(why, cap, "%s (%s)", what, strerror(err));
+	snprintf(why, cap, "%s (%s)", what, wsp_strerror(err));
 	return why;
 }
 

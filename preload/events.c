@@ -162,6 +162,10 @@ static void on_thread_exit(void *arg)
 	wsp_tls.guard--;
 }
 
+/* A thread's first event registers it: pthread_once and the key are
+ * glibc's own small locks, never held across a call into the program;
+ * pthread_setspecific may calloc its second-level table, which passes
+ * through to the real allocator (the guard is held). */
 static void make_exit_key(void)
 {
 	pthread_key_create(&exit_key, on_thread_exit);

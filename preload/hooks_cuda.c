@@ -178,6 +178,9 @@ static struct {
 
 static void *driver_handle_of;
 
+/* Once, from the first CUDA hook that needs the driver, holding no wsprof
+ * lock: dladdr, dlopen RTLD_NOLOAD (no constructor runs: the driver is
+ * loaded) and dlsym take only the loader's recursive lock. */
 static void drv_resolve(void)
 {
 	Dl_info info;

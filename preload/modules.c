@@ -12,6 +12,15 @@
  * backstop for objects loaded in other ways.
  *
  * Reentrancy: rescans run with the guard held, under the module lock.
+ * Why no rescan deadlocks: dl_iterate_phdr takes the loader's lock (a
+ * recursive one, so a hook inside the program's own dl_iterate_phdr
+ * callback or a constructor run by dlopen takes it again freely). A thread
+ * may wait for it while holding the module lock, so nothing waits for the
+ * module lock: it is only ever tried, and a thread that finds it taken
+ * leaves the rescan to the one scanning (the program's callback that
+ * allocates while another thread scans then goes on, releasing the
+ * loader's lock). The records a rescan writes never wait for the writer
+ * (wsp_tls.writing): the writer may be the thread the scanner waits for.
  */
 #include "wsp.h"
 
@@ -189,11 +198,15 @@ void wsp_modules_check(void)
 	    wsp_now_ns() - atomic_load(&dl_call_ns) > DL_WINDOW_NS)
 		atomic_store(&wsp_dl_recent, false);
 	dl_iterate_phdr(read_counters, c);
-	pthread_mutex_lock(&mod_lock);
+	if (pthread_mutex_trylock(&mod_lock) != 0)
+		return; /* another thread is scanning (see the top of this file) */
 	if (c[0] != seen_adds || c[1] != seen_subs || !nknown) {
 		seen_adds = c[0];
 		seen_subs = c[1];
+		bool was = wsp_tls.writing;
+		wsp_tls.writing = true;
 		rescan_locked();
+		wsp_tls.writing = was;
 	}
 	pthread_mutex_unlock(&mod_lock);
 }

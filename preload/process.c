@@ -101,6 +101,8 @@ static void start(pid_t parent_traced)
  * library's dlsym also searches the library's own scope.) */
 static bool is_preloaded(void)
 {
+	/* In the first hook or the constructor, holding no wsprof lock:
+	 * dlsym and dladdr take only the loader's recursive lock. */
 	const char *env = getenv("LD_PRELOAD");
 	if (env && strstr(env, "libwsprof"))
 		return true;

@@ -186,7 +186,7 @@ static void warn_once(const char *what, int err)
 		return;
 	warned = true;
 	wsp_warn("access sampling: %s (%s); written pages are no longer recorded, the program goes on", what,
-		 strerror(err));
+		 wsp_strerror(err));
 }
 
 static void close_fd(int *fd)
@@ -329,7 +329,7 @@ static int uffd_register(uint64_t start, uint64_t end)
 static const char *errno_reason(const char *what, int err)
 {
 	static char why[160];
-	snprintf(why, sizeof why, "%s (%s)", what, strerror(err));
+	snprintf(why, sizeof why, "%s (%s)", what, wsp_strerror(err));
 	return why;
 }
 
@@ -523,6 +523,8 @@ void wsp_sampler_release(uint64_t addr, uint64_t len)
  * is not there. */
 static void release_check_sizer(void)
 {
+	/* Once, as recording starts (no wsprof lock held): dladdr takes only
+	 * the loader's recursive lock. */
 	Dl_info a, b;
 	if (wsp_real.malloc_usable_size && wsp_real.malloc &&
 	    (!dladdr((void *)wsp_real.malloc, &a) || !dladdr((void *)wsp_real.malloc_usable_size, &b) ||
@@ -1175,7 +1177,7 @@ void wsp_sampler_start(void)
 		maps_fd = open_high("/proc/self/maps", &maps_id);
 	if (uffd >= 0 && maps_fd < 0) {
 		wsp_warn("access sampling: cannot open /proc/self/maps (%s); written pages are not recorded",
-			 strerror(errno));
+			 wsp_strerror(errno));
 		close_fd(&uffd);
 		close_fd(&pagemap);
 	}
@@ -1205,7 +1207,7 @@ void wsp_sampler_start(void)
 	}
 	pthread_attr_destroy(&attr);
 	if (err) {
-		wsp_warn("cannot start the access sampler thread (%s); no access or RSS samples", strerror(err));
+		wsp_warn("cannot start the access sampler thread (%s); no access or RSS samples", wsp_strerror(err));
 		close_fd(&uffd);
 		close_fd(&pagemap);
 		return;

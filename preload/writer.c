@@ -71,7 +71,7 @@ static bool wake_pending;
 
 static void stop_recording(const char *what, int err)
 {
-	wsp_warn("cannot %s trace %s: %s; recording stopped, the program goes on", what, path, strerror(err));
+	wsp_warn("cannot %s trace %s: %s; recording stopped, the program goes on", what, path, wsp_strerror(err));
 	atomic_store(&wsp_state, WSP_OFF);
 	wsp_rescue_set_state(WSP_RESCUE_STOPPED);
 	wsp_buf_release_waiters();
@@ -552,7 +552,7 @@ static void note_in_manifest(pid_t pid)
 	char line[PATH_MAX + 32];
 	int n = snprintf(line, sizeof line, "%d\t%s\n", (int)pid, path);
 	if (n > 0 && write(m, line, (size_t)n) < 0)
-		wsp_warn("cannot note the trace in %s: %s", wsp_cfg.manifest, strerror(errno));
+		wsp_warn("cannot note the trace in %s: %s", wsp_cfg.manifest, wsp_strerror(errno));
 	close(m);
 }
 
@@ -574,7 +574,9 @@ static size_t header_records(uint8_t *p0, pid_t pid, pid_t parent_traced, const 
 	p = wsp_put_varint(p, (uint64_t)parent_traced);
 	p = wsp_record_close(p, &m);
 	size_t notelen = strnlen(wsp_access_note, sizeof wsp_access_note);
-	/* The library that serves malloc: the program's allocator. */
+	/* The library that serves malloc: the program's allocator. dladdr
+	 * takes only the loader's recursive lock, with no wsprof lock held
+	 * (the trace is being opened as recording starts). */
 	Dl_info served;
 	const char *allocator = wsp_real.malloc && dladdr((void *)wsp_real.malloc, &served) && served.dli_fname
 					? served.dli_fname : "";
@@ -611,7 +613,7 @@ int wsp_writer_open(pid_t parent_traced)
 	if (f < 0) {
 		snprintf(path, sizeof path, "%s", want);
 		wsp_warn("cannot create trace %s: %s; not recording (set WSPROF_OUTPUT to a writable path)",
-			 want, strerror(errno));
+			 want, wsp_strerror(errno));
 		return -1;
 	}
 	fd = wsp_fd_move_high(f);

@@ -21,6 +21,29 @@
  * calling thread's guard (wsp_tls.guard) for its whole duration, so that any
  * allocation it causes (libunwind, dlsym, pthread) passes straight through to
  * the real allocator untraced. Nothing here calls the program's malloc.
+ *
+ * No hook may wait on a lock the program can hold. The locks a hook can
+ * meet, and why none of them closes a cycle (each site says so again):
+ *   - wsprof's own: a thread's buffer spin lock (never held across a call
+ *     that can block), the buffer pool (a thread waits for the writer only
+ *     outside every other lock; the writer and anything recording module
+ *     or exec records never wait), the module lock (only ever tried), the
+ *     writer lock (taken by the writer thread, exec and fork, never inside
+ *     a malloc-family hook).
+ *   - the loader's (dlsym, dladdr, dl_iterate_phdr, dlopen RTLD_NOLOAD):
+ *     recursive, so a hook running inside dlopen or inside the program's
+ *     dl_iterate_phdr callback takes them again; called with no wsprof
+ *     lock held, or with the module lock alone, which nobody waits for.
+ *   - glibc's pthread attribute lock: never; pthread_getattr_np reallocs
+ *     holding it, so hooks never ask it (hooks_pthread.c, no_stack_query).
+ *   - another allocator's (jemalloc's init, tcmalloc's heap) or
+ *     libunwind's: recording never starts inside an mmap-family call and
+ *     never records libunwind's own calls (hooks_libc.c, map_enter).
+ *   - stdio and locale: never used (wsp_warn writes with write(2);
+ *     snprintf of numbers and strings takes no lock; wsp_strerror does
+ *     not translate).
+ *   - TLS: wsprof's is initial-exec (-ftls-model=initial-exec), set up
+ *     with the program's, and allocates nothing when first touched.
  */
 #ifndef WSP_PRELOAD_H
 #define WSP_PRELOAD_H
@@ -31,6 +54,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -119,6 +143,13 @@ extern char wsp_access_note[256];
 extern struct wsp_config wsp_cfg;
 
 void wsp_config_load(void);
+/* strerror without translation: glibc's strerror goes through gettext,
+ * which may lock and allocate where a hook cannot. */
+static inline const char *wsp_strerror(int err)
+{
+	const char *s = strerrordesc_np(err);
+	return s ? s : "unknown error";
+}
 /* One line on stderr, prefixed "wsprof: ", without stdio or malloc. */
 void wsp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -8,7 +8,8 @@
  * traced and why, writes no trace and exits with the program's status.
  * The probe prints what the kernel told its loader, so the test knows the
  * case is real. A set-user-ID program of the caller's own is no such
- * case: it is traced like any other, without a word.
+ * case: it is traced like any other, without a word. Neither is a
+ * statically linked program (no loader runs in it): said the same way.
  */
 #include "harness.h"
 
@@ -88,4 +89,19 @@ Test(setid, a_set_user_id_program_of_the_callers_own_is_traced)
 	wt_json_free(s);
 	wt_recording_free(&rec);
 	free(probe);
+}
+
+Test(setid, a_statically_linked_program_runs_untraced)
+{
+	if (!getenv("WSPROF_TEST_STATIC") || !*getenv("WSPROF_TEST_STATIC"))
+		cr_skip_test("no static C library to link static_probe with (Debian package libc6-dev)");
+	struct wt_recording rec;
+	wt_record(&rec, NULL, "static_probe", NULL);
+	wt_assert_status(&rec.run, 7, "static_probe under wsprof record");
+	cr_expect_str_eq(rec.run.out, "static probe\n");
+	cr_expect(strstr(rec.run.err, "is statically linked") && strstr(rec.run.err, "runs untraced"),
+		  "the line does not say it runs untraced because it is statically linked:\n%s", rec.run.err);
+	cr_expect_eq(wt_count_lines(rec.run.err), 1, "more than the one line:\n%s", rec.run.err);
+	cr_expect(!wt_file_exists(rec.trace), "an untraced program left a trace %s", rec.trace);
+	wt_recording_free(&rec);
 }

@@ -575,6 +575,58 @@ static void rust_prepare(const char *work)
 	write_text(work, "words.rs", rust_program);
 }
 
+/* The summary of a recorded step's trace (work/../traces/stepN.wsp). */
+static struct wt_json *step_summary(const char *work, int step)
+{
+	char *trace = wt_path(work, "../traces/step%d.wsp", step);
+	struct wt_json *s = wt_summary(trace, NULL);
+	free(trace);
+	return s;
+}
+
+static void expect_exit_0(const struct wt_json *s, const char *who)
+{
+	const char *how = wt_json_str(s, "ended.how");
+	cr_expect(how && strcmp(how, "exit") == 0 && wt_u64(s, "ended.exit_status") == 0,
+		  "%s: the trace does not say the program exited with status 0", who);
+}
+
+/* Each worker formats 50,000 keys, a String each (dropped at once when
+ * the key is there already): at least 200,000 heap allocations. */
+static void rust_verify(const char *work)
+{
+	struct wt_json *s = step_summary(work, 2);
+	cr_expect_geq(wt_u64(s, "kinds.heap.allocations"), 200000, "the Rust program formats 200,000 keys");
+	cr_expect_geq(wt_u64(s, "kinds.heap.frees"), 190000, "most formatted keys are dropped");
+	expect_exit_0(s, "words");
+	wt_json_free(s);
+}
+
+/* A runtime's heap: the JVM reserves it (PROT_NONE) and commits what it
+ * uses, which is then mmap "in reservations", the rest mmap_reserved. */
+static void expect_runtime_heap(const char *work, int step, const char *who)
+{
+	struct wt_json *s = step_summary(work, step);
+	cr_expect_gt(wt_u64(s, "kinds.mmap.reservations"), 0, "%s reserved no address space", who);
+	cr_expect_gt(wt_u64(s, "kinds.mmap.reserved_peak_bytes"), wt_u64(s, "kinds.mmap.peak_bytes"),
+		     "%s: reserved address space is not larger than what it committed", who);
+	cr_expect_gt(wt_u64(s, "kinds.mmap.in_reservations_bytes_at_end"), 0,
+		     "%s committed nothing inside its reservations", who);
+	expect_exit_0(s, who);
+	wt_json_free(s);
+}
+
+static void java_verify(const char *work)
+{
+	expect_runtime_heap(work, 2, "java Words");
+}
+
+/* V8 reserves its pointer cage and code range and commits pages of them. */
+static void node_verify(const char *work)
+{
+	expect_runtime_heap(work, 1, "node work.js");
+}
+
 Test(real, rust_compiles_and_runs_threads_and_collections)
 {
 	need_program("/usr/bin/rustc", "rustc");
@@ -589,6 +641,7 @@ Test(real, rust_compiles_and_runs_threads_and_collections)
 			{ { "./words", NULL } },
 		},
 		.files = { NULL },
+		.verify = rust_verify,
 	};
 	run_scenario(&s);
 }
@@ -634,6 +687,7 @@ Test(real, java_compiles_and_runs_threads_and_gc)
 			{ { "/usr/bin/java", "-version", NULL } },
 		},
 		.files = { "Words.class", NULL },
+		.verify = java_verify,
 	};
 	run_scenario(&s);
 }
@@ -665,6 +719,7 @@ Test(real, node_runs_a_worker_thread)
 			{ { "/usr/bin/node", "work.js", NULL } },
 		},
 		.files = { NULL },
+		.verify = node_verify,
 	};
 	run_scenario(&s);
 }
@@ -731,19 +786,15 @@ static void go_prepare(const char *work)
  * live at the end, however Go's own start-up allocates besides. */
 static void go_verify(const char *work)
 {
-	char *trace = wt_path(work, "../traces/step1.wsp");
-	struct wt_json *s = wt_summary(trace, NULL);
+	struct wt_json *s = step_summary(work, 1);
 	cr_expect_geq(wt_u64(s, "kinds.heap.allocations"), 401, "C.malloc was called 401 times");
 	cr_expect_geq(wt_u64(s, "kinds.heap.frees"), 400, "C.free was called 400 times");
 	cr_expect_geq(wt_u64(s, "kinds.heap.leaked_bytes"), 1u << 20, "1 MiB is live when the program ends");
-	const char *how = wt_json_str(s, "ended.how");
+	expect_exit_0(s, "the Go program");
 	bool by_record = false;
-	cr_expect(how && strcmp(how, "exit") == 0 && wt_u64(s, "ended.exit_status") == 0,
-		  "the Go program's trace does not say it exited with status 0");
 	cr_expect(wt_json_bool(s, "ended.finished_by_wsprof_record", &by_record) && by_record,
 		  "exit_group left the trace to wsprof record, which should say it finished it");
 	wt_json_free(s);
-	free(trace);
 }
 
 Test(real, go_runs_goroutines_with_cgo)
