@@ -1,7 +1,8 @@
 /*
  * allocators.c - programs on allocators of their own: alloc_threads
- * linked with jemalloc, tcmalloc and tcmalloc_minimal (tests/progs), and
- * the plain alloc_threads with jemalloc preloaded in front.
+ * linked with jemalloc, tcmalloc, tcmalloc_minimal and mimalloc
+ * (tests/progs), and the plain alloc_threads with jemalloc preloaded in
+ * front.
  *
  * wsprof's interposed functions must reach the program's allocator, and
  * must never wait on its locks: jemalloc maps memory while it holds an
@@ -27,7 +28,8 @@ static void expect_counted(const char *prog, const char *const env[], const char
 {
 	char *path = wt_prog(prog);
 	if (access(path, X_OK) != 0)
-		cr_skip_test("%s was not built: install libjemalloc-dev and libgoogle-perftools-dev (./dev.sh does)", prog);
+		cr_skip_test("%s was not built: install libjemalloc-dev, libgoogle-perftools-dev and libmimalloc-dev "
+			     "(./dev.sh does)", prog);
 	struct wt_recording rec;
 	wt_record_with(&rec, env, NULL, path, (const char *[]){ "2", "3", "500", NULL });
 	free(path);
@@ -58,6 +60,11 @@ Test(allocators, linked_with_tcmalloc)
 Test(allocators, linked_with_tcmalloc_minimal)
 {
 	expect_counted("alloc_threads_tcmalloc_minimal", NULL, "alloc_threads_tcmalloc_minimal", "libtcmalloc_minimal.so.4");
+}
+
+Test(allocators, linked_with_mimalloc)
+{
+	expect_counted("alloc_threads_mimalloc", NULL, "alloc_threads_mimalloc", "libmimalloc.so.2");
 }
 
 Test(allocators, jemalloc_preloaded_in_front)
