@@ -47,7 +47,7 @@ static void vanish(const char *how, int status, const char *figure, uint64_t val
 	struct wt_json *s = wt_summary(rec.trace, (const char *[]){ "alloc_vanish", NULL });
 	wt_assert_counted(s, rec.expect, how);
 	cr_expect_eq(wt_u64(s, "threads"), wt_u64(rec.expect, "threads"), "the four workers and the main thread");
-	expect_ended(s, how[0] == 'k' ? "signal" : "exit", figure, value, by_record);
+	expect_ended(s, strcmp(how, "kill") == 0 ? "signal" : "exit", figure, value, by_record);
 	wt_json_free(s);
 	wt_recording_free(&rec);
 }
@@ -65,6 +65,11 @@ Test(vanish, exit_group_loses_nothing)
 Test(vanish, exit_is_finished_by_the_process)
 {
 	vanish("exit", 5, "ended.exit_status", 5, false);
+}
+
+Test(vanish, _exit_on_another_thread_is_finished_by_the_process)
+{
+	vanish("thread_exit", 6, "ended.exit_status", 6, false);
 }
 
 /* A forked child killed while its parent lives on: the launcher finishes
@@ -118,6 +123,28 @@ Test(vanish, killed_at_any_moment_the_trace_is_whole)
 		free(expect);
 	}
 	free(prog);
+}
+
+/* Preloaded by hand, _exit on another thread still ends with the whole
+ * trace: the recorder's writer thread finishes it. */
+Test(vanish, preloaded_by_hand_exit_on_a_thread_keeps_everything)
+{
+	const char *dir = wt_test_dir();
+	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json"), *prog = wt_prog("alloc_vanish");
+	char preload[4200], output[4200];
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", getenv("WSPROF_PRELOAD"));
+	snprintf(output, sizeof output, "WSPROF_OUTPUT=%s", trace);
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ "/usr/bin/env", preload, output, prog, expect, "thread_exit", NULL });
+	wt_assert_status(&r, 6, "alloc_vanish thread_exit, preloaded by hand");
+	struct wt_json *books = wt_json_load(expect);
+	struct wt_json *s = wt_summary(trace, (const char *[]){ "alloc_vanish", NULL });
+	wt_assert_counted(s, books, "alloc_vanish thread_exit");
+	expect_ended(s, "exit", "ended.exit_status", 6, false);
+	wt_json_free(s);
+	wt_json_free(books);
+	wt_result_free(&r);
+	free(trace), free(expect), free(prog);
 }
 
 /* Without wsprof record nobody can finish the trace: it is read up to its

@@ -12,6 +12,8 @@
  *   exit_group  the raw exit_group system call with status 3, as Go's
  *               runtime ends a process
  *   exit        exit(5), for comparison: the recorder finishes the trace
+ *   thread_exit another thread calls _exit(6) while the main thread waits
+ *               for it: the recorder finishes the trace from there
  *   child_kill  a forked child does the work and raises SIGKILL; the
  *               parent writes EXPECT with the child's books and pid
  *   forever     never ends: the threads allocate and free until killed
@@ -33,6 +35,12 @@ static unsigned long blocks = 20000;
 
 static int forever;
 
+static void *exit_now(void *arg)
+{
+	(void)arg;
+	_exit(6);
+}
+
 static void *worker(void *arg)
 {
 	struct account *a = arg;
@@ -52,7 +60,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		complain("usage: alloc_vanish EXPECT kill|exit_group|exit|child_kill|forever [THREADS [BLOCKS]]");
+		complain("usage: alloc_vanish EXPECT kill|exit_group|exit|thread_exit|child_kill|forever [THREADS [BLOCKS]]");
 		return 2;
 	}
 	unsigned long threads = argc > 3 ? strtoul(argv[3], NULL, 10) : 4;
@@ -104,6 +112,11 @@ int main(int argc, char **argv)
 		syscall(SYS_exit_group, 3);
 	else if (strcmp(argv[2], "exit") == 0)
 		exit(5);
-	complain("alloc_vanish: HOW is kill, exit_group, exit, child_kill or forever");
+	else if (strcmp(argv[2], "thread_exit") == 0) {
+		pthread_t t;
+		pthread_create(&t, NULL, exit_now, NULL);
+		pthread_join(t, NULL);
+	}
+	complain("alloc_vanish: HOW is kill, exit_group, exit, thread_exit, child_kill or forever");
 	return 2;
 }
