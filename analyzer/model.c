@@ -1505,7 +1505,8 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 	struct wsp_kind_stats *k = &m->kinds[ev->kind];
 	struct wsp_block b = { .addr = ev->addr, .size = ev->size, .stack = ev->stack, .origin = ev->addr,
 			       .origin_size = ev->size, .tid = ev->tid, .time_ns = ev->time_ns,
-			       .kind = (uint8_t)ev->kind, .excluded = !caller_ok(m, t, ev->stack) };
+			       .kind = (uint8_t)ev->kind, .device = (int16_t)(ev->device >= 0 && ev->device < INT16_MAX ? ev->device : -1),
+			       .excluded = !caller_ok(m, t, ev->stack) };
 	if (ev->kind == WSPROF_KIND_POOL)
 		b.origin = ev->handle; /* the pool it was carved from */
 	struct stash *s = stash_of(m, ev->tid, false);
@@ -1621,7 +1622,8 @@ static int apply_fail(struct wsp_model *m, wsprof_trace *t, const wsprof_event *
 		if (wsp_grow(&m->failures, &m->failures_cap, m->nfailures + 1, sizeof *m->failures))
 			return -ENOMEM;
 		m->failures[m->nfailures++] =
-			(struct wsp_failure){ .time_ns = ev->time_ns, .seq = ev->seq, .size = ev->size, .stack = ev->stack, .kind = ev->kind };
+			(struct wsp_failure){ .time_ns = ev->time_ns, .seq = ev->seq, .size = ev->size, .stack = ev->stack,
+					      .kind = ev->kind, .op = ev->op, .device = ev->device };
 	}
 	if (!m->kinds[ev->kind].failed++) {
 		m->kinds[ev->kind].first_fail_seq = ev->seq;

@@ -73,6 +73,7 @@ struct wsp_block {
 	uint64_t last_access_ns;   /* end of the last window it was accessed in; 0: never */
 	uint64_t accessed_bytes;   /* the most of it accessed in one window */
 	uint8_t kind;
+	int16_t device;            /* the CUDA device of a device block, -1: none */
 	bool excluded;             /* filtered out: tracked only to match its free */
 	bool has_ann;              /* the program annotated it */
 	bool in_reservation;       /* mmap committed inside reserved address space (a runtime's heap) */
@@ -162,7 +163,8 @@ const struct wsp_series *wsp_model_device_series(const struct wsp_model *m, size
 #define WSP_MODEL_FAILURES_MAX 100000
 struct wsp_failure {
 	uint64_t time_ns, seq, size, stack;
-	unsigned kind;
+	unsigned kind, op;         /* op: the call that failed (enum wsprof_op) */
+	int device;                /* its CUDA device, -1: none */
 };
 size_t wsp_model_failures(const struct wsp_model *m, const struct wsp_failure **failures);
 

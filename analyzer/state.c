@@ -45,7 +45,8 @@ static void collect(const struct wsp_block *b, void *arg)
 		c->err = -ENOMEM;
 		return;
 	}
-	st->v[st->n++] = (struct wsp_state_block){ b, wsp_model_ann(st->l.model, b), -1 };
+	st->v[st->n++] = (struct wsp_state_block){ b, wsp_model_ann(st->l.model, b),
+						   b->kind == WSPROF_KIND_CUDA_DEVICE ? b->device : -1 };
 }
 
 static int by_kind_then_address(const void *a, const void *b)
@@ -135,14 +136,16 @@ static int find_moment(const struct wsp_loaded *l, const char *at, struct wsp_st
 		st->time_ns = s->first_fail_time_ns;
 		st->moment_kind = which;
 		st->failed = true;
-		/* The call and the device come from the event itself (read_details). */
 		st->failure = (struct wsp_state_failure){ .time_ns = s->first_fail_time_ns, .kind = (unsigned)which,
 							  .op = WSPROF_OP_COUNT, .device = -1 };
 		const struct wsp_failure *f;
 		size_t nf = wsp_model_failures(m, &f);
 		for (size_t i = 0; i < nf; i++)
-			if (f[i].seq == s->first_fail_seq)
+			if (f[i].seq == s->first_fail_seq) {
 				st->failure.size = f[i].size;
+				st->failure.op = f[i].op;
+				st->failure.device = f[i].kind == WSPROF_KIND_CUDA_DEVICE ? f[i].device : -1;
+			}
 		snprintf(st->what, sizeof st->what, "the first failed %s allocation (%.3f s)", wsprof_kind_name((unsigned)which),
 			 (double)s->first_fail_time_ns / 1e9);
 	} else {
@@ -167,52 +170,6 @@ static int find_moment(const struct wsp_loaded *l, const char *at, struct wsp_st
 			l->path);
 		return 2;
 	}
-	return 0;
-}
-
-static int by_address(const void *key, const void *elem)
-{
-	uint64_t a = *(const uint64_t *)key, b = wsp_block_addr(((const struct wsp_state_block *)elem)->b);
-	return a < b ? -1 : a > b;
-}
-
-/* The model keeps neither the device of a block nor the call that failed:
- * read them from the events up to the moment. The last allocation at a
- * live block's address before the moment is the one that made it. */
-static int read_details(const char *path, const struct stop *stop, struct wsp_state *st)
-{
-	struct wsp_state_block *dev = NULL;
-	size_t ndev = 0;
-	for (size_t i = 0; i < st->n; i++) {
-		if (st->v[i].b->kind == WSPROF_KIND_CUDA_DEVICE) {
-			if (!dev)
-				dev = &st->v[i];
-			ndev++;
-		}
-	}
-	if (!ndev && !st->failed)
-		return 0;
-	wsprof_trace *t;
-	int err = wsprof_trace_open(path, &t);
-	if (err < 0) {
-		fprintf(stderr, "wsprof: %s: %s\n", path, wsprof_strerror(err));
-		return 1;
-	}
-	wsprof_event ev;
-	while (wsprof_trace_next(t, &ev) > 0 && ev.time_ns <= stop->time_ns) {
-		if (ev.type == WSPROF_EV_ALLOC && ev.kind == WSPROF_KIND_CUDA_DEVICE && ndev) {
-			struct wsp_state_block *r = bsearch(&ev.addr, dev, ndev, sizeof *dev, by_address);
-			if (r)
-				r->device = ev.device;
-		} else if (ev.type == WSPROF_EV_FAIL && ev.seq == stop->seq && st->failed) {
-			st->failure.size = ev.size;
-			st->failure.op = ev.op;
-			st->failure.device = ev.kind == WSPROF_KIND_CUDA_DEVICE ? ev.device : -1;
-		}
-		if (ev.seq == stop->seq)
-			break;
-	}
-	wsprof_trace_close(t);
 	return 0;
 }
 
@@ -241,10 +198,6 @@ int wsp_state_open(const char *path, const char *at, int kind, struct wsp_state 
 	}
 	if (st->n)
 		qsort(st->v, st->n, sizeof *st->v, by_kind_then_address);
-	if (read_details(path, &stop, st)) {
-		wsp_state_free(st);
-		return 1;
-	}
 	return 0;
 }
 
