@@ -27,6 +27,19 @@ struct wsp_loaded {
 	struct wsp_model *model;
 	struct wsp_syms *syms;     /* with symbols */
 	wsprof_trace_status status;
+	bool borrowed;             /* trace and syms are another wsp_loaded's: only the model is this one's */
+};
+
+/* Something that follows a pass over a trace, event by event: a page of
+ * the full report that needs the events themselves (a heatmap's grid, the
+ * state at a moment), so that one pass serves them all. */
+struct wsp_follower {
+	/* Each event, in order. @return 0 to go on, 1 when it needs no more,
+	 * or a negative error, which ends the pass. */
+	int (*event)(void *arg, wsprof_trace *t, const wsprof_event *ev);
+	/* Once, after its last event (the trace's end, or it returned 1). */
+	int (*end)(void *arg, wsprof_trace *t);
+	void *arg;
 };
 
 /* Read the whole trace at path, binding stacks to modules for
@@ -39,6 +52,12 @@ void wsp_loaded_free(struct wsp_loaded *l);
  * first event later than stop_time_ns (UINT64_MAX: no stop). */
 int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool symbols, uint64_t stop_seq,
 		   uint64_t stop_time_ns, struct wsp_loaded *out);
+/* wsp_load, with followers fed every event after the model. */
+int wsp_load_following(const char *path, const struct wsp_model_options *opt, bool symbols,
+		       const struct wsp_follower *f, size_t nf, struct wsp_loaded *out);
+/* Another pass over a trace (already loaded once: no warnings again), for
+ * followers alone. @return 0, or 1 after a one-line error. */
+int wsp_follow(const char *path, const struct wsp_follower *f, size_t nf);
 
 /* An allocation site: the first frame outside the allocator, and the
  * figures of every stack of one kind that allocates there. */

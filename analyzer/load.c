@@ -9,7 +9,9 @@
 #include "json.h"
 #include "progress.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,13 +28,92 @@
  * and even a slow reader looks several times a second. */
 #define PROGRESS_EVERY 1024
 
+static int load(const char *path, const struct wsp_model_options *opt, bool symbols, uint64_t stop_seq,
+		uint64_t stop_time_ns, const struct wsp_follower *f, size_t nf, struct wsp_loaded *out);
+
 int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols, struct wsp_loaded *out)
 {
 	return wsp_load_until(path, opt, symbols, UINT64_MAX, UINT64_MAX, out);
 }
 
+/* Followers still following, one bit each. */
+struct following {
+	const struct wsp_follower *f;
+	size_t n;
+	bool *done;
+	size_t left;
+};
+
+static int following_start(struct following *fl, const struct wsp_follower *f, size_t n)
+{
+	*fl = (struct following){ f, n, n ? calloc(n, sizeof *fl->done) : NULL, n };
+	return n && !fl->done ? -ENOMEM : 0;
+}
+
+static int follow_event(struct following *fl, wsprof_trace *t, const wsprof_event *ev)
+{
+	for (size_t i = 0; i < fl->n; i++) {
+		if (fl->done[i])
+			continue;
+		int r = fl->f[i].event(fl->f[i].arg, t, ev);
+		if (r < 0)
+			return r;
+		if (r > 0) {
+			fl->done[i] = true;
+			fl->left--;
+			if (fl->f[i].end && (r = fl->f[i].end(fl->f[i].arg, t)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int following_end(struct following *fl, wsprof_trace *t, int err)
+{
+	for (size_t i = 0; i < fl->n && err >= 0; i++)
+		if (!fl->done[i] && fl->f[i].end)
+			err = fl->f[i].end(fl->f[i].arg, t);
+	free(fl->done);
+	fl->done = NULL;
+	return err;
+}
+
+int wsp_follow(const char *path, const struct wsp_follower *f, size_t nf)
+{
+	wsprof_trace *t;
+	int err = wsprof_trace_open(path, &t);
+	if (err < 0) {
+		fprintf(stderr, "wsprof: %s: %s\n", path, wsprof_strerror(err));
+		return 1;
+	}
+	struct following fl;
+	err = following_start(&fl, f, nf);
+	wsprof_event ev;
+	while (!err && fl.left && (err = wsprof_trace_next(t, &ev)) > 0)
+		err = follow_event(&fl, t, &ev);
+	err = following_end(&fl, t, err);
+	wsprof_trace_close(t);
+	if (err < 0) {
+		fprintf(stderr, "wsprof: %s: %s while reading\n", path, wsprof_strerror(err));
+		return 1;
+	}
+	return 0;
+}
+
 int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool symbols, uint64_t stop_seq,
 		   uint64_t stop_time_ns, struct wsp_loaded *out)
+{
+	return load(path, opt, symbols, stop_seq, stop_time_ns, NULL, 0, out);
+}
+
+int wsp_load_following(const char *path, const struct wsp_model_options *opt, bool symbols,
+		       const struct wsp_follower *f, size_t nf, struct wsp_loaded *out)
+{
+	return load(path, opt, symbols, UINT64_MAX, UINT64_MAX, f, nf, out);
+}
+
+static int load(const char *path, const struct wsp_model_options *opt, bool symbols, uint64_t stop_seq,
+		uint64_t stop_time_ns, const struct wsp_follower *f, size_t nf, struct wsp_loaded *out)
 {
 	memset(out, 0, sizeof *out);
 	out->path = path;
@@ -60,6 +141,12 @@ int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool s
 	wsp_progress_start(&bar, tty, columns, label, tty ? wsp_progress_now() : 0);
 	wsprof_event ev;
 	uint64_t n = 0;
+	struct following fl;
+	if ((err = following_start(&fl, f, nf)) < 0) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		wsp_loaded_free(out);
+		return 1;
+	}
 	while ((err = wsprof_trace_next(out->trace, &ev)) > 0) {
 		if (tty && ++n % PROGRESS_EVERY == 0) {
 			uint64_t done, total;
@@ -72,12 +159,15 @@ int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool s
 		/* Bind addresses to the modules loaded now: a library may be gone at the end. */
 		if (!err && out->syms && (ev.type == WSPROF_EV_ALLOC || ev.type == WSPROF_EV_FAIL))
 			err = wsp_syms_note_stack(out->syms, out->trace, ev.stack);
+		if (!err && fl.left)
+			err = follow_event(&fl, out->trace, &ev);
 		if (err < 0 || ev.seq == stop_seq)
 			break;
 	}
 	wsp_progress_end(&bar);
 	if (err >= 0)
 		err = wsp_model_finish(out->model);
+	err = following_end(&fl, out->trace, err);
 	if (err < 0) {
 		fprintf(stderr, "wsprof: %s: %s while reading\n", path, wsprof_strerror(err));
 		wsp_loaded_free(out);
@@ -96,11 +186,12 @@ int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool s
 
 void wsp_loaded_free(struct wsp_loaded *l)
 {
-	if (l->syms)
+	if (l->syms && !l->borrowed)
 		wsp_syms_free(l->syms);
 	l->syms = NULL;
 	wsp_model_free(l->model);
-	wsprof_trace_close(l->trace);
+	if (!l->borrowed)
+		wsprof_trace_close(l->trace);
 	l->model = NULL;
 	l->trace = NULL;
 }

@@ -250,7 +250,7 @@ void wsp_model_free(struct wsp_model *m)
 	free(m->blocks);
 	free(m->block_slot);
 	free(m->free_blocks);
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < sizeof m->ranges / sizeof *m->ranges; i++)
 		free(m->ranges[i].v);
 	free(m->devices);
 	for (size_t i = 0; i < m->ann_cap; i++)
@@ -1902,7 +1902,7 @@ void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_
 		if (b)
 			live_access(m, b, acc);
 	}
-	for (size_t r = 0; acc && r < 3; r++)
+	for (size_t r = 0; acc && r < sizeof m->ranges / sizeof *m->ranges; r++)
 		for (size_t i = 0; i < m->ranges[r].n; i++)
 			live_access(m, &m->ranges[r].v[i], acc);
 	struct gone_access ga = { m, acc };
@@ -1935,7 +1935,7 @@ void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_
 		if (b)
 			fn(b, arg);
 	}
-	for (size_t r = 0; r < 3; r++)
+	for (size_t r = 0; r < sizeof m->ranges / sizeof *m->ranges; r++)
 		for (size_t i = 0; i < m->ranges[r].n; i++)
 			fn(&m->ranges[r].v[i], arg);
 }

@@ -8,8 +8,8 @@
  * largest hole. With -o, the same drawn as a map of addresses (statemap.c).
  *
  * Two passes over the trace: the first finds the moment, the second
- * replays the events up to it; a third reads what the model does not keep
- * (the device of each CUDA block, the call that failed), when it matters.
+ * replays the events up to it (a follower of a pass: the full report
+ * replays all its moments and its heatmaps in one).
  */
 #include "state.h"
 #include "json.h"
@@ -173,31 +173,76 @@ static int find_moment(const struct wsp_loaded *l, const char *at, struct wsp_st
 	return 0;
 }
 
-int wsp_state_open(const char *path, const char *at, int kind, struct wsp_state *st)
+int wsp_state_plan(const struct wsp_loaded *whole, const char *at, int kind, struct wsp_state *st)
 {
 	*st = (struct wsp_state){ .kind = kind, .moment_kind = -1 };
-	struct wsp_loaded whole;
-	if (wsp_load(path, NULL, false, &whole))
-		return 1;
 	struct stop stop;
-	int rc = find_moment(&whole, at, st, &stop);
-	wsprof_trace_status status = whole.status;
-	st->end_ns = wsp_model_last_time(whole.model);
-	wsp_loaded_free(&whole);
+	int rc = find_moment(whole, at, st, &stop);
 	if (rc)
 		return rc;
-	if (wsp_load_until(path, NULL, true, stop.seq, stop.time_ns, &st->l))
+	st->stop_seq = stop.seq;
+	st->stop_time_ns = stop.time_ns;
+	st->end_ns = wsp_model_last_time(whole->model);
+	/* The heading describes the trace, not where the replay stops; names
+	 * come from the whole trace's stacks and symbols. */
+	st->l = (struct wsp_loaded){ .path = whole->path, .trace = whole->trace, .syms = whole->syms,
+				     .status = whole->status, .borrowed = true };
+	st->l.model = wsp_model_new(&(struct wsp_model_options){
+		.sample_bytes = wsprof_trace_process(whole->trace)->sample_bytes });
+	if (!st->l.model) {
+		fprintf(stderr, "wsprof: out of memory\n");
 		return 1;
-	st->l.status = status; /* the heading describes the trace, not where the replay stopped */
+	}
+	return 0;
+}
+
+/* The replay: every event up to the moment, into the state's own model. */
+static int state_event(void *arg, wsprof_trace *t, const wsprof_event *ev)
+{
+	struct wsp_state *st = arg;
+	if (ev->time_ns > st->stop_time_ns)
+		return 1;
+	int err = wsp_model_apply(st->l.model, t, ev);
+	return err < 0 ? err : ev->seq == st->stop_seq;
+}
+
+static int state_end(void *arg, wsprof_trace *t)
+{
+	(void)t;
+	struct wsp_state *st = arg;
+	int err = wsp_model_finish(st->l.model);
+	if (err < 0)
+		return err;
 	struct collector c = { .st = st };
 	wsp_model_each_live(st->l.model, collect, &c);
-	if (c.err) {
-		fprintf(stderr, "wsprof: out of memory\n");
+	if (c.err)
+		return c.err;
+	if (st->n)
+		qsort(st->v, st->n, sizeof *st->v, by_kind_then_address);
+	return 0;
+}
+
+struct wsp_follower wsp_state_follower(struct wsp_state *st)
+{
+	return (struct wsp_follower){ state_event, state_end, st };
+}
+
+int wsp_state_open(const char *path, const char *at, int kind, struct wsp_state *st)
+{
+	struct wsp_loaded whole;
+	if (wsp_load(path, NULL, true, &whole))
+		return 1;
+	int rc = wsp_state_plan(&whole, at, kind, st);
+	st->whole = whole; /* st->l borrows its trace and symbols */
+	if (rc) {
+		wsp_state_free(st);
+		return rc;
+	}
+	struct wsp_follower f = wsp_state_follower(st);
+	if (wsp_follow(path, &f, 1)) {
 		wsp_state_free(st);
 		return 1;
 	}
-	if (st->n)
-		qsort(st->v, st->n, sizeof *st->v, by_kind_then_address);
 	return 0;
 }
 
@@ -207,6 +252,8 @@ void wsp_state_free(struct wsp_state *st)
 	st->v = NULL;
 	st->n = 0;
 	wsp_loaded_free(&st->l);
+	if (st->whole.trace)
+		wsp_loaded_free(&st->whole);
 }
 
 static const char *site_of(struct wsp_state *st, const struct wsp_block *b, char *buf, size_t cap)

@@ -27,7 +27,9 @@ struct wsp_state_failure {
 };
 
 struct wsp_state {
-	struct wsp_loaded l;          /* the trace replayed up to the moment */
+	struct wsp_loaded l;          /* the trace replayed up to the moment (the trace and symbols borrowed) */
+	struct wsp_loaded whole;      /* the whole trace, when the state loaded it itself */
+	uint64_t stop_seq, stop_time_ns; /* the replay stops after stop_seq, or before an event after stop_time_ns */
 	char what[256];               /* "the heap peak (0.020 s)", "snapshot \"warm\" (1.000 s)" */
 	uint64_t time_ns;             /* when the moment is */
 	uint64_t end_ns;              /* when the trace ends */
@@ -43,6 +45,11 @@ struct wsp_state {
  * SECONDS or a snapshot label), of kind (-1: any) for peak and oom.
  * @return 0, or an exit status after a one-line error. */
 int wsp_state_open(const char *path, const char *at, int kind, struct wsp_state *st);
+/* The same in two steps, for a trace already loaded (with symbols): plan
+ * finds the moment in `whole` (which must outlive st); the follower, fed
+ * a pass over the trace (wsp_follow), replays it. */
+int wsp_state_plan(const struct wsp_loaded *whole, const char *at, int kind, struct wsp_state *st);
+struct wsp_follower wsp_state_follower(struct wsp_state *st);
 void wsp_state_free(struct wsp_state *st);
 
 /* The call that failed ("cuMemAlloc"), or "an allocation". */
