@@ -377,6 +377,10 @@ struct heat {
 	size_t live_col;            /* the column the live sample being taken goes to */
 	double live_weight;         /* 1 / samples per column */
 	int err;
+	/* Where each pass has got. */
+	bool first_seen, access, second_seen;
+	uint64_t window_ns, last_ns;
+	size_t per_col, samples, next;
 };
 
 static uint64_t hash_str(const char *s)
@@ -1008,118 +1012,130 @@ static void warn_status(const char *path, const wsprof_trace_status *st)
 			wsprof_strerror(st->error), (unsigned long long)st->chunks);
 }
 
-/* Pass 1: the time span, the access window, the address ranges. */
-static int first_pass(struct heat *h)
+/* Pass 1: the time span, the access window, the address ranges; event by
+ * event, as a follower of the report's load or of a pass of its own. */
+static int first_event(void *arg, wsprof_trace *t, const wsprof_event *ev)
 {
-	wsprof_trace *t;
-	int err = wsprof_trace_open(h->path, &t);
-	if (err < 0) {
-		fprintf(stderr, "wsprof: %s: %s\n", h->path, wsprof_strerror(err));
-		return 1;
+	struct heat *h = arg;
+	if (!h->first_seen) {
+		h->first_seen = true;
+		h->window_ns = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
 	}
-	uint64_t window_ns = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u, end = 0;
-	bool access = false, ranges = h->views[WSP_HEAT_BY_ADDRESS].wanted;
-	int kind = h->opt->kind;
-	wsprof_event ev;
-	while ((err = wsprof_trace_next(t, &ev)) > 0) {
-		err = 0; /* from here, what adding a range said */
-		end = ev.time_ns > end ? ev.time_ns : end;
-		if (ev.type == WSPROF_EV_ALLOC && ranges && kind_wanted(kind, ev.kind)) {
-			uint64_t hi = ev.addr + ev.size < ev.addr ? UINT64_MAX : ev.addr + ev.size;
-			err = spans_add(&h->spans, ev.addr, hi, 0, (double)ev.size);
-		} else if (ev.type == WSPROF_EV_ACCESS) {
-			access = true;
-			if (!window_ns || ev.size > window_ns)
-				window_ns = ev.size;
-			for (size_t i = 0; ranges && !err && i < ev.nregions; i++) {
-				uint64_t lo = ev.regions[i].addr, hi = lo + ev.regions[i].len < lo ? UINT64_MAX : lo + ev.regions[i].len;
-				err = kind >= 0 ? spans_weigh(&h->spans, lo, hi) : spans_add(&h->spans, lo, hi, (double)(hi - lo), 0);
-			}
-		} else if (ev.type == WSPROF_EV_ANNOTATE && ev.op == WSPROF_ANN_NAME) {
-			h->names = true;
-		} else if (ev.type == WSPROF_EV_ANNOTATE && ev.op == WSPROF_ANN_TOUCH) {
-			access = true;
-			uint64_t len = ev.size ? ev.size : 1;
-			if (ranges)
-				err = kind >= 0 ? spans_weigh(&h->spans, ev.addr, ev.addr + len)
-						: spans_add(&h->spans, ev.addr, ev.addr + len, (double)len, 0);
+	bool ranges = h->views[WSP_HEAT_BY_ADDRESS].wanted;
+	int kind = h->opt->kind, err = 0;
+	h->last_ns = ev->time_ns > h->last_ns ? ev->time_ns : h->last_ns;
+	if (ev->type == WSPROF_EV_ALLOC && ranges && kind_wanted(kind, ev->kind)) {
+		uint64_t hi = ev->addr + ev->size < ev->addr ? UINT64_MAX : ev->addr + ev->size;
+		err = spans_add(&h->spans, ev->addr, hi, 0, (double)ev->size);
+	} else if (ev->type == WSPROF_EV_ACCESS) {
+		h->access = true;
+		if (!h->window_ns || ev->size > h->window_ns)
+			h->window_ns = ev->size;
+		for (size_t i = 0; ranges && !err && i < ev->nregions; i++) {
+			uint64_t lo = ev->regions[i].addr, hi = lo + ev->regions[i].len < lo ? UINT64_MAX : lo + ev->regions[i].len;
+			err = kind >= 0 ? spans_weigh(&h->spans, lo, hi) : spans_add(&h->spans, lo, hi, (double)(hi - lo), 0);
 		}
-		if (err < 0)
-			break;
+	} else if (ev->type == WSPROF_EV_ANNOTATE && ev->op == WSPROF_ANN_NAME) {
+		h->names = true;
+	} else if (ev->type == WSPROF_EV_ANNOTATE && ev->op == WSPROF_ANN_TOUCH) {
+		h->access = true;
+		uint64_t len = ev->size ? ev->size : 1;
+		if (ranges)
+			err = kind >= 0 ? spans_weigh(&h->spans, ev->addr, ev->addr + len)
+					: spans_add(&h->spans, ev->addr, ev->addr + len, (double)len, 0);
 	}
+	return err < 0 ? err : 0;
+}
+
+/* The columns, and the address rows the ranges make. */
+static int first_end(void *arg, wsprof_trace *t)
+{
+	struct heat *h = arg;
 	wsprof_trace_status st;
 	wsprof_trace_get_status(t, &st);
-	wsprof_trace_close(t);
-	if (err < 0) {
-		fprintf(stderr, "wsprof: %s: %s while reading\n", h->path, wsprof_strerror(err));
-		return 1;
-	}
-	warn_status(h->path, &st);
-	h->end_ns = st.end_time_ns > end ? st.end_time_ns : end;
+	if (!h->l.borrowed) /* a load that was followed has warned already */
+		warn_status(h->path, &st);
+	h->end_ns = st.end_time_ns > h->last_ns ? st.end_time_ns : h->last_ns;
 	if (!h->end_ns)
 		h->end_ns = 1;
 	/* A column a window at least, so a column is never a fraction of one sample. */
-	uint64_t cols = access && window_ns ? (h->end_ns + window_ns - 1) / window_ns : WSP_HEAT_COLUMNS;
+	uint64_t cols = h->access && h->window_ns ? (h->end_ns + h->window_ns - 1) / h->window_ns : WSP_HEAT_COLUMNS;
 	h->ncols = cols < 1 ? 1 : cols > WSP_HEAT_COLUMNS ? WSP_HEAT_COLUMNS : (size_t)cols;
 	h->col_s = (double)h->end_ns / 1e9 / (double)h->ncols;
+	int err = h->views[WSP_HEAT_BY_ADDRESS].wanted ? address_rows(h, &h->views[WSP_HEAT_BY_ADDRESS]) : 0;
+	spans_free(&h->spans);
+	return err ? -ENOMEM : 0;
+}
+
+/* Sample k is taken at the middle of its share of the run. */
+static uint64_t sample_at(const struct heat *h, size_t k)
+{
+	return (uint64_t)(((unsigned __int128)h->end_ns * (2 * k + 1)) / (2 * h->samples));
+}
+
+/* Pass 2: the model replayed, the grid filled. Its model is the heatmap's
+ * own; the trace and symbols, in the full report, the report's. */
+static int second_begin(struct heat *h, wsprof_trace *t)
+{
+	struct wsp_loaded *l = &h->l;
+	h->second_seen = true;
+	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(t)->sample_bytes });
+	if (!l->borrowed && h->views[WSP_HEAT_BY_CALLSITE].wanted && !(l->syms = wsp_syms_new(stderr)))
+		return -ENOMEM;
+	if (!l->model)
+		return -ENOMEM;
+	h->per_col = LIVE_SAMPLES / h->ncols ? LIVE_SAMPLES / h->ncols : 1;
+	h->samples = h->per_col * h->ncols;
+	h->live_weight = 1.0 / (double)h->per_col;
+	h->stale = true;
 	return 0;
 }
 
-/* Pass 2: the model replayed, the grid filled. */
-static int second_pass(struct heat *h)
+static int second_event(void *arg, wsprof_trace *t, const wsprof_event *ev)
 {
+	struct heat *h = arg;
 	struct wsp_loaded *l = &h->l;
-	l->path = h->path;
-	int err = wsprof_trace_open(h->path, &l->trace);
-	if (err < 0) {
-		fprintf(stderr, "wsprof: %s: %s\n", h->path, wsprof_strerror(err));
-		return 1;
-	}
-	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(l->trace)->sample_bytes });
-	bool symbols = h->views[WSP_HEAT_BY_CALLSITE].wanted;
-	if (symbols)
-		l->syms = wsp_syms_new(stderr);
-	if (!l->model || (symbols && !l->syms))
-		err = -ENOMEM;
-	size_t per_col = LIVE_SAMPLES / h->ncols ? LIVE_SAMPLES / h->ncols : 1, samples = per_col * h->ncols, next = 0;
-	h->live_weight = 1.0 / (double)per_col;
-	h->stale = true;
-	wsprof_event ev;
-	/* Sample k is taken at the middle of its share of the run. */
-#define SAMPLE_AT(k) ((uint64_t)(((unsigned __int128)h->end_ns * (2 * (k) + 1)) / (2 * samples)))
-	while (!err && (err = wsprof_trace_next(l->trace, &ev)) > 0) {
-		for (; next < samples && ev.time_ns > SAMPLE_AT(next) && !h->err; next++) {
-			h->live_col = next / per_col;
-			wsp_model_each_live(l->model, sample_block, h);
-		}
-		err = h->err ? h->err : wsp_model_apply(l->model, l->trace, &ev);
-		if (!err && l->syms && (ev.type == WSPROF_EV_ALLOC || ev.type == WSPROF_EV_FAIL))
-			err = wsp_syms_note_stack(l->syms, l->trace, ev.stack);
-		if (err)
-			break;
-		follow(h, &ev);
-		if (ev.type == WSPROF_EV_ACCESS) {
-			uint64_t start = ev.time_ns > ev.size ? ev.time_ns - ev.size : 0;
-			err = add_access(h, ev.op, start, ev.time_ns, ev.regions, ev.nregions);
-		} else if (ev.type == WSPROF_EV_ANNOTATE && ev.op == WSPROF_ANN_TOUCH) {
-			const wsprof_region r = { ev.addr, ev.size ? ev.size : 1 };
-			err = add_access(h, WSPROF_ACCESS_ANNOTATED, ev.time_ns, ev.time_ns, &r, 1);
-		}
-	}
-	if (err >= 0 && !h->err)
-		err = wsp_model_finish(l->model);
-	for (; err >= 0 && next < samples && !h->err; next++) {
-		h->live_col = next / per_col;
+	int err = h->second_seen ? 0 : second_begin(h, t);
+	for (; !err && h->next < h->samples && ev->time_ns > sample_at(h, h->next) && !h->err; h->next++) {
+		h->live_col = h->next / h->per_col;
 		wsp_model_each_live(l->model, sample_block, h);
 	}
-#undef SAMPLE_AT
-	err = err < 0 ? err : h->err;
-	if (err < 0) {
-		fprintf(stderr, "wsprof: %s: %s while reading\n", h->path, wsprof_strerror(err));
-		return 1;
+	err = err ? err : h->err ? h->err : wsp_model_apply(l->model, t, ev);
+	if (!err && !l->borrowed && l->syms && (ev->type == WSPROF_EV_ALLOC || ev->type == WSPROF_EV_FAIL))
+		err = wsp_syms_note_stack(l->syms, t, ev->stack);
+	if (err)
+		return err < 0 ? err : -EIO;
+	follow(h, ev);
+	if (ev->type == WSPROF_EV_ACCESS) {
+		uint64_t start = ev->time_ns > ev->size ? ev->time_ns - ev->size : 0;
+		err = add_access(h, ev->op, start, ev->time_ns, ev->regions, ev->nregions);
+	} else if (ev->type == WSPROF_EV_ANNOTATE && ev->op == WSPROF_ANN_TOUCH) {
+		const wsprof_region r = { ev->addr, ev->size ? ev->size : 1 };
+		err = add_access(h, WSPROF_ACCESS_ANNOTATED, ev->time_ns, ev->time_ns, &r, 1);
 	}
-	wsprof_trace_get_status(l->trace, &l->status);
-	return 0;
+	return err < 0 ? err : 0;
+}
+
+static int finish_view(struct heat *h, struct view *v);
+
+static int second_end(void *arg, wsprof_trace *t)
+{
+	struct heat *h = arg;
+	struct wsp_loaded *l = &h->l;
+	int err = h->second_seen ? 0 : second_begin(h, t);
+	if (!err && !h->err)
+		err = wsp_model_finish(l->model);
+	for (; err >= 0 && h->next < h->samples && !h->err; h->next++) {
+		h->live_col = h->next / h->per_col;
+		wsp_model_each_live(l->model, sample_block, h);
+	}
+	err = err < 0 ? err : h->err;
+	if (!l->borrowed)
+		wsprof_trace_get_status(t, &l->status);
+	for (int by = 0; by < WSP_HEAT_BY_COUNT && !err; by++)
+		if (h->views[by].wanted && finish_view(h, &h->views[by]))
+			err = -ENOMEM;
+	return err;
 }
 
 /* ---- finishing: the colour, the rows kept --------------------------------- */
@@ -1290,31 +1306,42 @@ static void heat_free(struct heat *h)
 	wsp_loaded_free(&h->l);
 }
 
-/* Both passes and the finished views. @return 0, or 1 after a one-line error. */
-static int heat_compute(struct heat *h, const char *path, const struct wsp_heatmap_options *opt)
+static void heat_init(struct heat *h, const char *path, const struct wsp_heatmap_options *opt)
 {
 	memset(h, 0, sizeof *h);
 	h->opt = opt;
 	h->path = path;
+	h->l.path = path;
 	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
 		h->views[by].by = (enum wsp_heat_by)by;
 		h->views[by].wanted = opt->views >> by & 1;
 		h->views[by].other = h->views[by].unnamed = -1;
 	}
-	if (first_pass(h))
-		return 1;
-	int err = h->views[WSP_HEAT_BY_ADDRESS].wanted ? address_rows(h, &h->views[WSP_HEAT_BY_ADDRESS]) : 0;
-	spans_free(&h->spans);
-	if (err || second_pass(h))
+}
+
+/* Both passes and the finished views, over passes of its own: the second
+ * keeps its reader, for the stacks the rows are named after. @return 0,
+ * or 1 after a one-line error. */
+static int heat_compute(struct heat *h, const char *path, const struct wsp_heatmap_options *opt)
+{
+	heat_init(h, path, opt);
+	struct wsp_follower first = { first_event, first_end, h };
+	if (wsp_follow(path, &first, 1))
 		goto fail;
-	for (int by = 0; by < WSP_HEAT_BY_COUNT && !err; by++)
-		if (h->views[by].wanted)
-			err = finish_view(h, &h->views[by]);
+	int err = wsprof_trace_open(path, &h->l.trace);
+	if (err < 0) {
+		fprintf(stderr, "wsprof: %s: %s\n", path, wsprof_strerror(err));
+		goto fail;
+	}
+	wsprof_event ev;
+	while ((err = wsprof_trace_next(h->l.trace, &ev)) > 0 && !(err = second_event(h, h->l.trace, &ev)))
+		;
+	if (err >= 0)
+		err = second_end(h, h->l.trace);
 	if (!err)
 		return 0;
+	fprintf(stderr, "wsprof: %s: %s\n", path, err == -ENOMEM ? "out of memory" : wsprof_strerror(err));
 fail:
-	if (err)
-		fprintf(stderr, "wsprof: out of memory\n");
 	heat_free(h);
 	return 1;
 }
@@ -1709,21 +1736,68 @@ static void draw_view(struct wsp_doc *doc, const struct heat *h, const struct vi
 	free(hs);
 }
 
+static int draw_pages(struct wsp_doc *doc, struct heat *h)
+{
+	int pages = 0;
+	bool several = (h->opt->views & (h->opt->views - 1)) != 0;
+	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
+		if (!h->views[by].wanted || (several && by == WSP_HEAT_BY_NAME && !h->names))
+			continue;
+		draw_view(doc, h, &h->views[by]);
+		pages++;
+	}
+	return pages;
+}
+
 int wsp_heatmap_draw(struct wsp_doc *doc, const char *trace_path, const struct wsp_heatmap_options *opt)
 {
 	struct heat h;
 	if (heat_compute(&h, trace_path, opt))
 		return -1;
-	int pages = 0;
-	bool several = (opt->views & (opt->views - 1)) != 0;
-	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
-		if (!h.views[by].wanted || (several && by == WSP_HEAT_BY_NAME && !h.names))
-			continue;
-		draw_view(doc, &h, &h.views[by]);
-		pages++;
-	}
+	int pages = draw_pages(doc, &h);
 	heat_free(&h);
 	return pages;
+}
+
+/* struct wsp_heat is struct heat, computed by followers of another's passes. */
+struct wsp_heat {
+	struct heat h;
+};
+
+struct wsp_heat *wsp_heat_new(const char *trace_path, const struct wsp_heatmap_options *opt)
+{
+	struct wsp_heat *w = malloc(sizeof *w);
+	if (w) {
+		heat_init(&w->h, trace_path, opt);
+		w->h.l.borrowed = true; /* the passes and what they read are the caller's */
+	}
+	return w;
+}
+
+struct wsp_follower wsp_heat_first(struct wsp_heat *w)
+{
+	return (struct wsp_follower){ first_event, first_end, &w->h };
+}
+
+struct wsp_follower wsp_heat_second(struct wsp_heat *w, const struct wsp_loaded *l)
+{
+	w->h.l.trace = l->trace;
+	w->h.l.syms = l->syms;
+	w->h.l.status = l->status;
+	return (struct wsp_follower){ second_event, second_end, &w->h };
+}
+
+int wsp_heat_pages(struct wsp_doc *doc, struct wsp_heat *w)
+{
+	return draw_pages(doc, &w->h);
+}
+
+void wsp_heat_free(struct wsp_heat *w)
+{
+	if (w) {
+		heat_free(&w->h);
+		free(w);
+	}
 }
 
 /* ---- text and JSON -------------------------------------------------------- */

@@ -11,8 +11,8 @@
  *
  * The trace is read twice, whatever its length: once for its time span
  * and the address ranges ever live or accessed, once to fill a grid of at
- * most WSP_HEAT_COLUMNS columns. The full report (report.c) draws the same
- * pages with wsp_heatmap_draw.
+ * most WSP_HEAT_COLUMNS columns. The full report (report.c) computes the
+ * same pages as followers of its own two passes (wsp_heat_*).
  */
 #ifndef WSP_HEATMAP_H
 #define WSP_HEATMAP_H
@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyzer.h"
 #include "plot.h"
 
 #define WSP_HEAT_COLUMNS 300
@@ -42,5 +43,17 @@ struct wsp_heatmap_options {
  * other views are asked for too).
  * @return the pages drawn, or -1 after a one-line error. */
 int wsp_heatmap_draw(struct wsp_doc *doc, const char *trace_path, const struct wsp_heatmap_options *opt);
+
+/* The same pages computed by followers of someone else's passes: `first`
+ * follows the load of the trace, `second` a pass after it (it borrows the
+ * loaded trace's stacks and symbols, so `l` must outlive the heatmap).
+ * opt must outlive it too. */
+struct wsp_heat;
+struct wsp_heat *wsp_heat_new(const char *trace_path, const struct wsp_heatmap_options *opt);
+struct wsp_follower wsp_heat_first(struct wsp_heat *h);
+struct wsp_follower wsp_heat_second(struct wsp_heat *h, const struct wsp_loaded *l);
+/* @return the pages drawn. */
+int wsp_heat_pages(struct wsp_doc *doc, struct wsp_heat *h);
+void wsp_heat_free(struct wsp_heat *h);
 
 #endif

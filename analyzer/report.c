@@ -181,23 +181,52 @@ static void draw_sites(struct wsp_doc *doc, struct wsp_loaded *l, unsigned kind)
 	free(rows);
 }
 
-/* Memory state at the peak and at the first failed allocations. */
-static int draw_states(struct wsp_doc *doc, const struct wsp_loaded *l, const char *trace)
+/* The memory states drawn: at the peak and at the first failed
+ * allocations, each found in the loaded model and replayed by a follower
+ * of the report's second pass. */
+struct states {
+	struct wsp_state v[STATE_PAGES_MAX];
+	int kind[STATE_PAGES_MAX];
+	size_t n;
+};
+
+static int plan_states(struct states *s, const struct wsp_loaded *l)
 {
-	if (wsp_statemap_draw(doc, trace, "peak", -1))
-		return 1;
+	s->n = 0;
 	const struct wsp_failure *f;
 	size_t nf = wsp_model_failures(l->model, &f);
-	for (size_t i = 0; i < nf && i + 1 < STATE_PAGES_MAX; i++) {
+	for (size_t i = 0; i <= nf && i < STATE_PAGES_MAX; i++) {
 		char at[32];
+		int kind = i ? (int)f[i - 1].kind : -1;
 		if (i == 0)
+			snprintf(at, sizeof at, "peak");
+		else if (i == 1)
 			snprintf(at, sizeof at, "oom");
 		else
-			snprintf(at, sizeof at, "%.9f", (double)f[i].time_ns / 1e9);
-		if (wsp_statemap_draw(doc, trace, at, (int)f[i].kind))
+			snprintf(at, sizeof at, "%.9f", (double)f[i - 1].time_ns / 1e9);
+		s->kind[s->n] = kind;
+		if (wsp_state_plan(l, at, kind, &s->v[s->n])) {
+			wsp_state_free(&s->v[s->n]);
 			return 1;
+		}
+		s->n++;
 	}
 	return 0;
+}
+
+static int draw_states(struct wsp_doc *doc, struct states *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (wsp_statemap_draw_memories(doc, &s->v[i], s->kind[i]))
+			return 1;
+	return 0;
+}
+
+static void states_free(struct states *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		wsp_state_free(&s->v[i]);
+	s->n = 0;
 }
 
 /* The kind the report looks at closest: the biggest at its peak. */
@@ -247,12 +276,37 @@ int wsp_cmd_report(int argc, char **argv)
 	enum wsp_doc_format format;
 	if (wsp_doc_format_of(out, &format))
 		return 2;
+	/* Two passes over the trace, whatever the pages: the load (which the
+	 * heatmaps' first pass follows), then one replay for the heatmaps'
+	 * grid and every memory state at once. */
+	struct wsp_heatmap_options heat_opt = { .views = 1u << WSP_HEAT_BY_ADDRESS | 1u << WSP_HEAT_BY_CALLSITE |
+							 1u << WSP_HEAT_BY_NAME,
+						.kind = -1 };
+	struct wsp_heat *heat = wsp_heat_new(trace, &heat_opt);
+	if (!heat) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		return 1;
+	}
 	struct wsp_loaded l;
 	struct wsp_model_options mo = { .per_stack = true };
-	if (wsp_load(trace, &mo, true, &l))
+	struct wsp_follower first = wsp_heat_first(heat);
+	if (wsp_load_following(trace, &mo, true, &first, 1, &l)) {
+		wsp_heat_free(heat);
 		return 1;
-	struct wsp_doc *doc = wsp_doc_open(out, true);
-	if (!doc) {
+	}
+	struct states states = { .n = 0 };
+	struct wsp_follower second[1 + STATE_PAGES_MAX];
+	size_t nsecond = 0;
+	int status = plan_states(&states, &l);
+	second[nsecond++] = wsp_heat_second(heat, &l);
+	for (size_t i = 0; i < states.n; i++)
+		second[nsecond++] = wsp_state_follower(&states.v[i]);
+	struct wsp_doc *doc = status ? NULL : wsp_doc_open(out, true);
+	if (!doc || wsp_follow(trace, second, nsecond)) {
+		if (doc)
+			wsp_doc_finish(doc, false);
+		states_free(&states);
+		wsp_heat_free(heat);
 		wsp_loaded_free(&l);
 		return 1;
 	}
@@ -260,14 +314,13 @@ int wsp_cmd_report(int argc, char **argv)
 	draw_summary(doc, &l);
 	wsp_timeline_draw(doc, &l, -1);
 	wsp_wss_draw(doc, &l, -1);
-	struct wsp_heatmap_options heat = { .views = 1u << WSP_HEAT_BY_ADDRESS | 1u << WSP_HEAT_BY_CALLSITE |
-						     1u << WSP_HEAT_BY_NAME,
-					    .kind = -1 };
-	int status = wsp_heatmap_draw(doc, trace, &heat) < 0;
-	status |= draw_states(doc, &l, trace);
+	wsp_heat_pages(doc, heat);
+	status |= draw_states(doc, &states);
 	draw_sites(doc, &l, kind);
 	wsp_flame_draw(doc, &l, kind, WSP_FLAME_PEAK);
 	status = wsp_doc_finish(doc, !status);
+	states_free(&states);
+	wsp_heat_free(heat);
 	wsp_loaded_free(&l);
 	return status;
 }

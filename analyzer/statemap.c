@@ -1141,21 +1141,26 @@ size_t wsp_statemap_draw_state(struct wsp_doc *doc, struct wsp_state *st, const 
 	return n;
 }
 
+int wsp_statemap_draw_memories(struct wsp_doc *doc, struct wsp_state *st, int kind)
+{
+	struct wsp_memory *m;
+	size_t n;
+	if (wsp_memories(st, kind, &m, &n)) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		return 1;
+	}
+	wsp_statemap_draw_state(doc, st, m, n);
+	wsp_memories_free(m, n);
+	return 0;
+}
+
 int wsp_statemap_draw(struct wsp_doc *doc, const char *trace_path, const char *at, int kind)
 {
 	struct wsp_state st;
 	int rc = wsp_state_open(trace_path, at, kind, &st);
 	if (rc)
 		return rc;
-	struct wsp_memory *m;
-	size_t n;
-	if (wsp_memories(&st, kind, &m, &n)) {
-		fprintf(stderr, "wsprof: out of memory\n");
-		rc = 1;
-	} else {
-		wsp_statemap_draw_state(doc, &st, m, n);
-		wsp_memories_free(m, n);
-	}
+	rc = wsp_statemap_draw_memories(doc, &st, kind);
 	wsp_state_free(&st);
 	return rc;
 }

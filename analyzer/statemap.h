@@ -62,6 +62,9 @@ const char *wsp_memory_verdict(const struct wsp_memory *m, uint64_t request);
 
 /* A page per memory into an open document. @return pages drawn. */
 size_t wsp_statemap_draw_state(struct wsp_doc *doc, struct wsp_state *st, const struct wsp_memory *m, size_t n);
+/* Its memories of kind (-1: every kind), a page each. @return 0, or 1
+ * after a one-line error. */
+int wsp_statemap_draw_memories(struct wsp_doc *doc, struct wsp_state *st, int kind);
 /* The same from a trace: its state at `at` (peak, end, oom, SECONDS or a
  * snapshot label), memories of kind (-1: all). @return 0, or an exit
  * status after a one-line error. */
