@@ -120,11 +120,15 @@ test)
 	# One closing line over every criterion test case of every suite of both
 	# builds, with the fuzz and helgrind runs (and a checked build that
 	# failed to build) as one each; a test program that died before its own
-	# synthesis counts as one failure.
+	# synthesis counts as one failure; skipped cases (criterion's [SKIP],
+	# and whole programs meson skipped) are counted apart, so a suite that
+	# cannot run here is seen, not lost.
 	awk -v p="$passed" -v f0="$failed" 'FNR == 1 { f0 += dead > f ? dead : f; dead = f = 0 }
 	     /Synthesis: Tested:/ { p += $7; f += $10 + $13 }
 	     /^(Fail|Timeout):/ { dead += $2 }
-	     END { f0 += dead > f ? dead : f; printf "%d passed, %d failed\n", p, f0 }' "$@"
+	     /^\[SKIP\] / { s++ }
+	     /^Skipped:/ { s += $2 }
+	     END { f0 += dead > f ? dead : f; printf "%d passed, %d failed, %d skipped\n", p, f0, s }' "$@"
 	exit $status
 	;;
 *) echo "usage: ./dev.sh demo | test" >&2; exit 2 ;;
