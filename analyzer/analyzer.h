@@ -71,9 +71,6 @@ struct wsp_site_row {
  * accessed, cold). @return 0 (free *rows), or -1 (unknown sort, no memory). */
 int wsp_callsites_rows(struct wsp_loaded *l, unsigned kind, const char *sort, struct wsp_site_row **rows, size_t *n);
 
-/* The access sources of a WSPROF_SOURCE_* set as reports name them
- * ("written pages, annotations"; empty when none). @return buf. */
-const char *wsp_access_sources_text(unsigned bits, char *buf, size_t cap);
 
 /* A kind by name ("heap"), with a one-line error. @return 0 or -1. */
 int wsp_parse_kind(const char *s, unsigned *kind);

@@ -56,8 +56,6 @@
 #define LEVELS 64           /* colour steps drawn */
 
 static const char *const by_names[WSP_HEAT_BY_COUNT] = { "address", "callsite", "name" };
-static const char *const source_names[SOURCES] = { "writes", "damon", "inferred", "annotated" };
-static const char *const source_words[SOURCES] = { "written pages", "DAMON", "kernel launches", "annotations" };
 
 /* ---- kinds ---------------------------------------------------------------- */
 
@@ -98,12 +96,6 @@ static int cmp_span(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static void span_push(struct span *out, size_t *n, const struct span *s)
 {
 	if (*n && s->lo <= out[*n - 1].hi) {
@@ -126,7 +118,7 @@ static int spans_thin(struct spans *s)
 		return -ENOMEM;
 	for (size_t i = 0; i + 1 < s->n; i++)
 		gaps[i] = s->v[i + 1].lo - s->v[i].hi;
-	qsort(gaps, s->n - 1, sizeof *gaps, cmp_u64);
+	qsort(gaps, s->n - 1, sizeof *gaps, wsp_cmp_u64);
 	uint64_t limit = gaps[s->n - want - 1];
 	free(gaps);
 	size_t n = 1;
@@ -1354,7 +1346,7 @@ static const char *sources_text(unsigned bits, char *buf, size_t cap)
 	buf[0] = 0;
 	for (int s = 0; s < SOURCES; s++)
 		if (bits >> s & 1)
-			o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%s", o ? ", " : "", source_words[s]);
+			o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%s", o ? ", " : "", wsp_access_source((unsigned)s)->word);
 	return buf;
 }
 
@@ -1937,7 +1929,7 @@ static void print_json(const struct heat *h, const struct view *v)
 	wsp_json_begin_array(&j, "sources");
 	for (int s = 0; s < SOURCES; s++)
 		if (v->sources >> s & 1)
-			wsp_json_string(&j, NULL, source_names[s]);
+			wsp_json_string(&j, NULL, wsp_access_source((unsigned)s)->key);
 	wsp_json_end_array(&j);
 	wsp_json_uint(&j, "max", (uint64_t)llround(v->max));
 	wsp_json_uint(&j, "scale", (uint64_t)llround(v->scale)); /* the top of the colour bar */

@@ -90,12 +90,6 @@ static uint64_t end_of(const struct wsp_state_block *r)
 	return wsp_block_addr(r->b) + r->b->size;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The gap before block i (0 for the first, or an overlap). */
 static uint64_t gap_before(const struct wsp_memory *m, size_t i, uint64_t *reach)
 {
@@ -117,7 +111,7 @@ static int measure(const struct wsp_state *st, struct wsp_memory *m)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n; i++)
 		sizes[i] = m->blocks[i]->b->size;
-	qsort(sizes, m->n, sizeof *sizes, cmp_u64);
+	qsort(sizes, m->n, sizeof *sizes, wsp_cmp_u64);
 	uint64_t median = sizes[m->n / 2];
 	free(sizes);
 	m->break_bytes = median > UINT64_MAX / BREAK_MEDIANS ? UINT64_MAX

@@ -21,27 +21,6 @@ static void usage(FILE *out)
 	      "                   May be repeated.\n", out);
 }
 
-/* The access sources a recording can have (WSPROF_SOURCE_*), as reports name them. */
-static const struct {
-	unsigned bit;
-	const char *name;
-} source_bits[] = {
-	{ WSPROF_SOURCE_WRITES, "written pages" },
-	{ WSPROF_SOURCE_DAMON, "DAMON" },
-	{ WSPROF_SOURCE_ANNOTATIONS, "annotations" },
-	{ WSPROF_SOURCE_KERNEL_LAUNCHES, "kernel launches" },
-};
-
-const char *wsp_access_sources_text(unsigned bits, char *buf, size_t cap)
-{
-	size_t o = 0;
-	buf[0] = 0;
-	for (size_t i = 0; i < sizeof source_bits / sizeof *source_bits; i++)
-		if (bits & source_bits[i].bit)
-			o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%s", o ? ", " : "", source_bits[i].name);
-	return buf;
-}
-
 /* CUDA VMM mappings and reservations, mmap reservations: address space,
  * told with cuda_vmm and mmap, not as kinds of their own. */
 static bool is_address_range_kind(unsigned k)
@@ -212,9 +191,9 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_end_array(&j);
 	wsp_json_begin_object(&j, "access");
 	wsp_json_begin_array(&j, "sources");
-	for (size_t i = 0; i < sizeof source_bits / sizeof *source_bits; i++)
-		if (p->access_sources & source_bits[i].bit)
-			wsp_json_string(&j, NULL, source_bits[i].name);
+	for (size_t i = 0; i < WSPROF_ACCESS_SOURCE_COUNT; i++)
+		if (p->access_sources & wsp_access_source_listed(i)->bit)
+			wsp_json_string(&j, NULL, wsp_access_source_listed(i)->word);
 	wsp_json_end_array(&j);
 	wsp_json_string(&j, "note", p->access_note);
 	wsp_json_uint(&j, "window_ms", p->window_ms);

@@ -12,4 +12,11 @@ const char *wsp_human_bytes(char *buf, size_t cap, uint64_t bytes);
 /* "12,345" @return buf. */
 const char *wsp_group_digits(char *buf, size_t cap, uint64_t n);
 
+/* qsort's comparison of two uint64_t, ascending. */
+static inline int wsp_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 #endif

@@ -3,6 +3,40 @@
  */
 #include "wss.h"
 
+#include <stdio.h>
+
+static const struct wsp_access_source sources[WSPROF_ACCESS_SOURCE_COUNT] = {
+	[WSPROF_ACCESS_WRITES] = { "writes", "written pages", "written pages (exact)", WSPROF_SOURCE_WRITES },
+	[WSPROF_ACCESS_DAMON] = { "damon", "DAMON", "DAMON (sampled reads and writes)", WSPROF_SOURCE_DAMON },
+	[WSPROF_ACCESS_INFERRED] = { "inferred", "kernel launches", "inferred from kernel launches (may be touched)",
+				     WSPROF_SOURCE_KERNEL_LAUNCHES },
+	[WSPROF_ACCESS_ANNOTATED] = { "annotated", "annotations", "annotations (wsprof_touch)", WSPROF_SOURCE_ANNOTATIONS },
+};
+
+const struct wsp_access_source *wsp_access_source(unsigned source)
+{
+	return source < WSPROF_ACCESS_SOURCE_COUNT ? &sources[source] : NULL;
+}
+
+const struct wsp_access_source *wsp_access_source_listed(size_t i)
+{
+	/* The order the summary has always listed them in. */
+	static const unsigned order[WSPROF_ACCESS_SOURCE_COUNT] = { WSPROF_ACCESS_WRITES, WSPROF_ACCESS_DAMON,
+								     WSPROF_ACCESS_ANNOTATED, WSPROF_ACCESS_INFERRED };
+	return i < WSPROF_ACCESS_SOURCE_COUNT ? &sources[order[i]] : NULL;
+}
+
+const char *wsp_access_sources_text(unsigned bits, char *buf, size_t cap)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < WSPROF_ACCESS_SOURCE_COUNT; i++)
+		if (bits & wsp_access_source_listed(i)->bit)
+			o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%s", o ? ", " : "",
+					      wsp_access_source_listed(i)->word);
+	return buf;
+}
+
 #include "grow.h"
 
 #include <errno.h>

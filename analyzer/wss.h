@@ -27,6 +27,22 @@ struct wsp_wss_point {
 
 struct wsp_wss;
 
+/* An access source (WSPROF_ACCESS_*) as every report names it: its key
+ * (JSON, --source), its word ("written pages"), the word with what the
+ * source sees ("written pages (exact)"), and its WSPROF_SOURCE_* bit. */
+struct wsp_access_source {
+	const char *key, *word, *detail;
+	unsigned bit;
+};
+const struct wsp_access_source *wsp_access_source(unsigned source);
+/* The i-th source in the order reports list them (NULL past the last). */
+const struct wsp_access_source *wsp_access_source_listed(size_t i);
+
+/* The access sources of a WSPROF_SOURCE_* set, by word ("written pages,
+ * annotations"; empty when none), in the order reports list them.
+ * @return buf. */
+const char *wsp_access_sources_text(unsigned bits, char *buf, size_t cap);
+
 /* Does an access sample cover a window (written pages, DAMON), or is it a
  * moment (a kernel launch, an annotation, a block read as it was freed:
  * window 0)? */

@@ -12,16 +12,6 @@
 
 #define HIST_BINS 40
 
-static const char *const source_words[WSPROF_ACCESS_SOURCE_COUNT] = {
-	"written pages", "DAMON", "inferred (kernel launches)", "annotations",
-};
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Over time: one line per source that saw anything (or the kind's bytes). */
 static void draw_series(cairo_t *cr, const struct wsp_loaded *l, const struct wsp_wss_point *pts, size_t n, int kind,
 			double top, double height)
@@ -71,7 +61,7 @@ static void draw_series(cairo_t *cr, const struct wsp_loaded *l, const struct ws
 			wsp_chart_area(&c, x, y, m, colour, 0.15);
 		wsp_chart_line(&c, x, y, m, colour, s < 0 ? 1.8 : 1.0, s >= 0, false);
 		legend[nl++] = (struct wsp_legend_item){ s < 0 ? (kind >= 0 ? "accessed (every source)" : "accessed (every source, every kind)")
-							       : source_words[s],
+							       : wsp_access_source((unsigned)s)->word,
 							 colour, s >= 0, false };
 	}
 	wsp_chart_legend(&c, legend, nl);
@@ -88,7 +78,7 @@ static void draw_distribution(cairo_t *cr, const struct wsp_wss_point *pts, size
 		return;
 	for (size_t i = 0; i < n; i++)
 		v[i] = wsp_wss_point_bytes(&pts[i], -1, kind);
-	qsort(v, n, sizeof *v, cmp_u64);
+	qsort(v, n, sizeof *v, wsp_cmp_u64);
 	unsigned __int128 sum = 0;
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];

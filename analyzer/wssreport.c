@@ -13,15 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const source_names[WSPROF_ACCESS_SOURCE_COUNT] = { "writes", "damon", "inferred", "annotated" };
-static const char *const source_words[WSPROF_ACCESS_SOURCE_COUNT] = {
-	"written pages (exact)", "DAMON (sampled reads and writes)", "inferred from kernel launches (may be touched)",
-	"annotations (wsprof_touch)",
-};
-/* The WSPROF_SOURCE_* bit of each source. */
-static const unsigned source_bit[WSPROF_ACCESS_SOURCE_COUNT] = {
-	WSPROF_SOURCE_WRITES, WSPROF_SOURCE_DAMON, WSPROF_SOURCE_KERNEL_LAUNCHES, WSPROF_SOURCE_ANNOTATIONS,
-};
 
 struct dist {
 	uint64_t p[5]; /* 0, 25, 50, 75, 100 */
@@ -29,19 +20,13 @@ struct dist {
 	size_t n;
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Nearest-rank percentiles of v (sorted in place). */
 static struct dist distribution(uint64_t *v, size_t n)
 {
 	struct dist d = { .n = n };
 	if (!n)
 		return d;
-	qsort(v, n, sizeof *v, cmp_u64);
+	qsort(v, n, sizeof *v, wsp_cmp_u64);
 	static const unsigned pct[5] = { 0, 25, 50, 75, 100 };
 	unsigned __int128 sum = 0;
 	for (size_t i = 0; i < n; i++)
@@ -171,15 +156,15 @@ int wsp_cmd_wss(int argc, char **argv)
 			wsp_json_estimated(&j, &l, (unsigned)k);
 		wsp_json_begin_array(&j, "sources");
 		for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
-			if (p->access_sources & source_bit[s])
-				wsp_json_string(&j, NULL, source_names[s]);
+			if (p->access_sources & wsp_access_source((unsigned)s)->bit)
+				wsp_json_string(&j, NULL, wsp_access_source((unsigned)s)->key);
 		wsp_json_end_array(&j);
 		wsp_json_string(&j, "note", p->access_note);
 		json_dist(&j, "percentiles", &all);
 		wsp_json_begin_object(&j, "percentiles_by_source");
 		for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
 			if (per[s].p[4])
-				json_dist(&j, source_names[s], &per[s]);
+				json_dist(&j, wsp_access_source((unsigned)s)->key, &per[s]);
 		wsp_json_end_object(&j);
 		wsp_json_begin_array(&j, "series");
 		for (size_t i = 0; i < n; i++) {
@@ -189,7 +174,7 @@ int wsp_cmd_wss(int argc, char **argv)
 			wsp_json_uint(&j, "bytes", wsp_wss_point_bytes(&pts[i], -1, k));
 			wsp_json_begin_object(&j, "by_source");
 			for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
-				wsp_json_uint(&j, source_names[s], pts[i].bytes[s]);
+				wsp_json_uint(&j, wsp_access_source((unsigned)s)->key, pts[i].bytes[s]);
 			wsp_json_end_object(&j);
 			wsp_json_begin_object(&j, "by_kind");
 			for (unsigned kk = 0; kk < WSPROF_KIND_COUNT; kk++)
@@ -206,8 +191,8 @@ int wsp_cmd_wss(int argc, char **argv)
 		printf("  sources   ");
 		bool any = false;
 		for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++) {
-			if (p->access_sources & source_bit[s]) {
-				printf("%s%s", any ? ", " : "", source_words[s]);
+			if (p->access_sources & wsp_access_source((unsigned)s)->bit) {
+				printf("%s%s", any ? ", " : "", wsp_access_source((unsigned)s)->detail);
 				any = true;
 			}
 		}
@@ -226,7 +211,7 @@ int wsp_cmd_wss(int argc, char **argv)
 			text_dist(label, &all);
 			for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT && k < 0; s++)
 				if (per[s].p[4])
-					text_dist(source_words[s], &per[s]);
+					text_dist(wsp_access_source((unsigned)s)->detail, &per[s]);
 			printf("\n  %10s %10s  %s\n", "time", "accessed", "by kind");
 			size_t step = n > 40 ? (n + 39) / 40 : 1; /* at most about 40 lines; --json has them all */
 			for (size_t i = 0; i < n; i += step) {
