@@ -6,6 +6,7 @@
  * and libdw.
  */
 #include "analyzer.h"
+#include "commands.h"
 #include "config.h"
 
 #include <dlfcn.h>
@@ -19,16 +20,12 @@ struct command {
 	const char *help;
 };
 
-static const struct command reports[] = {
-	{ "summary", wsp_cmd_summary, "program, duration, allocations, peaks and leaks per kind" },
-	{ "callsites", NULL, "allocation sites by peak, allocations, bytes, leaks or temporaries" },
-	{ "leaks", NULL, "blocks live at the end, grouped by call stack" },
-	{ "flame", NULL, "a flame graph (SVG, PDF, PNG) or folded stacks of the allocations" },
-	{ "state", NULL, "every live block at a moment, and what could be given back" },
-	{ "wss", NULL, "the working set: memory accessed per window, its distribution" },
-	{ "heatmap", NULL, "memory over time by address, call site or name: access rate or live bytes" },
-	{ "timeline", NULL, "memory over time: allocated, in use, working set, RSS, device free" },
-};
+/* The reports (commands.h): those of the core run here, the others in the module. */
+#define RUN_CORE(name) wsp_cmd_##name
+#define RUN_MODULE(name) NULL
+#define REPORT(name, where, help) { #name, RUN_##where(name), help },
+static const struct command commands[] = { WSP_COMMANDS(REPORT) };
+#undef REPORT
 
 /* Run a command of wsprof-reports.so. */
 static int run_module(const char *name, int argc, char **argv)
@@ -56,8 +53,9 @@ static void usage(FILE *out)
 		     "       wsprof report REPORT [OPTIONS] TRACE\n"
 		     "       wsprof export --perfetto -o trace.json TRACE   (for ui.perfetto.dev, chrome://tracing)\n"
 		     "       wsprof --version\n\nreports:\n");
-	for (size_t i = 0; i < sizeof reports / sizeof *reports; i++)
-		fprintf(out, "  %-10s %s\n", reports[i].name, reports[i].help);
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		if (commands[i].help)
+			fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
 	fprintf(out, "\n'wsprof record --help' and 'wsprof report REPORT --help' list the options.\n");
 }
 
@@ -80,10 +78,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "export"))
 		return run_module("export", argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report") && argc >= 3) {
-		for (size_t i = 0; i < sizeof reports / sizeof *reports; i++)
-			if (!strcmp(argv[2], reports[i].name))
-				return reports[i].run ? reports[i].run(argc - 2, argv + 2)
-						      : run_module(reports[i].name, argc - 2, argv + 2);
+		for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+			if (commands[i].help && !strcmp(argv[2], commands[i].name))
+				return commands[i].run ? commands[i].run(argc - 2, argv + 2)
+						       : run_module(commands[i].name, argc - 2, argv + 2);
 		/* Not a view's name: a trace (or an option) for the whole report. */
 		if (argv[2][0] == '-' || access(argv[2], F_OK) == 0)
 			return run_module("report", argc - 1, argv + 1);

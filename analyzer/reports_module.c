@@ -6,25 +6,27 @@
  * starting `wsprof` cost (BENCHMARKS.md, Profiles).
  */
 #include "analyzer.h"
+#include "commands.h"
 #include "views.h"
 
 #include <string.h>
 
+/* The module's commands (commands.h); the core's run in `wsprof` itself. */
+#define RUN_CORE(name) NULL
+#define RUN_MODULE(name) wsp_cmd_##name
+#define COMMAND(name, where, help) { #name, RUN_##where(name) },
 static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
-} commands[] = {
-	{ "callsites", wsp_cmd_callsites }, { "leaks", wsp_cmd_leaks },       { "flame", wsp_cmd_flame },
-	{ "state", wsp_cmd_state },         { "wss", wsp_cmd_wss },           { "heatmap", wsp_cmd_heatmap },
-	{ "timeline", wsp_cmd_timeline },   { "report", wsp_cmd_report },     { "export", wsp_cmd_export },
-};
+} commands[] = { WSP_COMMANDS(COMMAND) };
+#undef COMMAND
 
 /* Run the command `name` with the arguments main() would give it.
  * @return its exit status, or -1 if there is no such command here. */
 __attribute__((visibility("default"))) int wsprof_reports_run(const char *name, int argc, char **argv)
 {
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-		if (!strcmp(name, commands[i].name))
+		if (commands[i].run && !strcmp(name, commands[i].name))
 			return commands[i].run(argc, argv);
 	return -1;
 }
