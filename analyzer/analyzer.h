@@ -72,8 +72,7 @@ struct wsp_site_row {
 int wsp_callsites_rows(struct wsp_loaded *l, unsigned kind, const char *sort, struct wsp_site_row **rows, size_t *n);
 
 
-/* A kind by name ("heap"), with a one-line error. @return 0 or -1. */
-int wsp_parse_kind(const char *s, unsigned *kind);
+#include "cli.h" /* wsp_parse_kind, the shared options */
 
 /* The one operand left after getopt: the trace. NULL after a one-line
  * error and the usage (argv[0] names the report). */

@@ -218,18 +218,6 @@ static void usage_leaks(FILE *out)
 	      "  --kind KIND  heap (default) or mmap\n", out);
 }
 
-int wsp_parse_kind(const char *s, unsigned *kind)
-{
-	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
-		if (strcmp(s, wsprof_kind_name(k)) == 0) {
-			*kind = k;
-			return 0;
-		}
-	}
-	fprintf(stderr, "wsprof: unknown kind '%s': use heap or mmap\n", s);
-	return -1;
-}
-
 static int parse_top(const char *s, size_t *top)
 {
 	char *end;
@@ -242,45 +230,48 @@ static int parse_top(const char *s, size_t *top)
 	return 0;
 }
 
-/* Options shared by callsites and leaks. @return 0, or the exit status. */
+/* An option of callsites' or leaks' own. */
+static int own_option(void *ctx, int val, const char *arg)
+{
+	struct options *o = ctx;
+	switch (val) {
+	case 's': {
+		size_t i = 0;
+		while (i < sizeof sort_names / sizeof *sort_names && strcmp(arg, sort_names[i]))
+			i++;
+		if (i == sizeof sort_names / sizeof *sort_names) {
+			fprintf(stderr, "wsprof: --sort takes peak, allocations, bytes, leaked, temporary, accessed or cold\n");
+			return 2;
+		}
+		o->sort = (enum sort_key)i;
+		return 0;
+	}
+	case 't': return parse_top(arg, &o->top) ? 2 : 0;
+	default: o->full = true; return 0; /* --full-stacks */
+	}
+}
+
+/* Options shared by callsites and leaks (leaks has no --sort nor
+ * --full-stacks). @return 0, -1 after --help, or the exit status. */
 static int parse(int argc, char **argv, bool callsites, struct options *o)
 {
-	static const struct option opts[] = {
-		{ "sort", required_argument, NULL, 's' },
-		{ "top", required_argument, NULL, 't' },
-		{ "full-stacks", no_argument, NULL, 'f' },
-		{ "kind", required_argument, NULL, 'k' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
+	static const struct wsp_cli_option callsites_own[] = {
+		{ "sort", required_argument, 0, 's' },
+		{ "top", required_argument, 0, 't' },
+		{ "full-stacks", no_argument, 0, 'f' },
 		{ 0 },
 	};
-	void (*usage)(FILE *) = callsites ? usage_callsites : usage_leaks;
+	static const struct wsp_cli_option leaks_own[] = { { "top", required_argument, 0, 't' }, { 0 } };
 	*o = (struct options){ .sort = callsites ? BY_PEAK : BY_LEAKED, .top = 20, .kind = WSPROF_KIND_HEAP };
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's': {
-			size_t i = 0;
-			while (i < sizeof sort_names / sizeof *sort_names && strcmp(optarg, sort_names[i]))
-				i++;
-			if (!callsites || i == sizeof sort_names / sizeof *sort_names) {
-				fprintf(stderr, "wsprof: --sort takes peak, allocations, bytes, leaked, temporary, accessed or cold\n");
-				return 2;
-			}
-			o->sort = (enum sort_key)i;
-			break;
-		}
-		case 't': if (parse_top(optarg, &o->top)) return 2; break;
-		case 'f': if (!callsites) { usage(stderr); return 2; } o->full = true; break;
-		case 'k': if (wsp_parse_kind(optarg, &o->kind)) return 2; break;
-		case 'j': o->json = true; break;
-		case 'h': usage(stdout); return -1;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (!(o->trace = wsp_trace_operand(argc, argv, usage)))
-		return 2;
+	struct wsp_cli cli;
+	int rc = wsp_cli_parse(argc, argv, WSP_CLI_KIND | WSP_CLI_JSON, callsites ? callsites_own : leaks_own, own_option, o,
+			       callsites ? usage_callsites : usage_leaks, &cli);
+	if (rc >= 0)
+		return rc ? rc : -1;
+	o->trace = cli.trace;
+	o->json = cli.json;
+	if (cli.kind >= 0)
+		o->kind = (unsigned)cli.kind;
 	return 0;
 }
 

@@ -166,54 +166,49 @@ static void usage(FILE *out)
 	      "                 draws the graph as a PDF or PNG page instead\n", out);
 }
 
+struct flame_options {
+	enum wsp_flame_metric metric;
+	bool folded;
+};
+
+static int flame_option(void *ctx, int val, const char *arg)
+{
+	struct flame_options *o = ctx;
+	if (val == 'm') {
+		size_t i = 0;
+		while (i < 4 && strcmp(arg, metric_names[i]))
+			i++;
+		if (i == 4) {
+			fprintf(stderr, "wsprof: --metric takes peak, leaked, allocations or bytes\n");
+			return 2;
+		}
+		o->metric = (enum wsp_flame_metric)i;
+		return 0;
+	}
+	if (strcmp(arg, "svg") && strcmp(arg, "folded")) { /* --format */
+		fprintf(stderr, "wsprof: --format takes svg or folded\n");
+		return 2;
+	}
+	o->folded = !strcmp(arg, "folded");
+	return 0;
+}
+
 int wsp_cmd_flame(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "metric", required_argument, NULL, 'm' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "kind", required_argument, NULL, 'k' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
+	static const struct wsp_cli_option own[] = {
+		{ "metric", required_argument, 0, 'm' },
+		{ "format", required_argument, 0, 'f' },
 		{ 0 },
 	};
-	enum wsp_flame_metric metric = WSP_FLAME_PEAK;
-	bool folded = false;
-	unsigned kind = WSPROF_KIND_HEAP;
-	const char *output = NULL;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'm': {
-			size_t i = 0;
-			while (i < 4 && strcmp(optarg, metric_names[i]))
-				i++;
-			if (i == 4) {
-				fprintf(stderr, "wsprof: --metric takes peak, leaked, allocations or bytes\n");
-				return 2;
-			}
-			metric = (enum wsp_flame_metric)i;
-			break;
-		}
-		case 'f':
-			if (strcmp(optarg, "svg") && strcmp(optarg, "folded")) {
-				fprintf(stderr, "wsprof: --format takes svg or folded\n");
-				return 2;
-			}
-			folded = !strcmp(optarg, "folded");
-			break;
-		case 'k':
-			if (wsp_parse_kind(optarg, &kind))
-				return 2;
-			break;
-		case 'o': output = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	const char *trace = wsp_trace_operand(argc, argv, usage);
-	if (!trace)
-		return 2;
+	struct flame_options fo = { .metric = WSP_FLAME_PEAK };
+	struct wsp_cli cli;
+	int status = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT | WSP_CLI_KIND, own, flame_option, &fo, usage, &cli);
+	if (status >= 0)
+		return status;
+	enum wsp_flame_metric metric = fo.metric;
+	bool folded = fo.folded;
+	unsigned kind = cli.kind >= 0 ? (unsigned)cli.kind : WSPROF_KIND_HEAP;
+	const char *output = cli.out, *trace = cli.trace;
 	if (!output && !folded) {
 		fprintf(stderr, "wsprof: report flame writes an SVG: name it with -o FILE.svg (or use --format folded)\n");
 		return 2;

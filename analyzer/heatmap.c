@@ -2044,69 +2044,54 @@ static int parse_range(const char *s, struct wsp_heatmap_options *o)
 	return -1;
 }
 
+static int heat_option(void *ctx, int val, const char *arg)
+{
+	struct wsp_heatmap_options *o = ctx;
+	if (val == 'b') {
+		int by = 0;
+		while (by < WSP_HEAT_BY_COUNT && strcmp(arg, by_names[by]))
+			by++;
+		if (by == WSP_HEAT_BY_COUNT) {
+			fprintf(stderr, "wsprof: --by takes address, callsite or name, not '%s'\n", arg);
+			return 2;
+		}
+		o->views = 1u << by;
+		return 0;
+	}
+	if (val == 'r')
+		return parse_range(arg, o) ? 2 : 0;
+	char *end; /* --top */
+	unsigned long v = strtoul(arg, &end, 10);
+	if (*arg == '-' || *end || !*arg || v < 1 || v > MAX_TOP) {
+		fprintf(stderr, "wsprof: --top wants 1 to %d rows (what a page shows readably), not '%s'\n", MAX_TOP, arg);
+		return 2;
+	}
+	o->top = v;
+	return 0;
+}
+
 int wsp_cmd_heatmap(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "by", required_argument, NULL, 'b' },
-		{ "range", required_argument, NULL, 'r' },
-		{ "top", required_argument, NULL, 't' },
-		{ "kind", required_argument, NULL, 'k' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
+	static const struct wsp_cli_option own[] = {
+		{ "by", required_argument, 0, 'b' },
+		{ "range", required_argument, 0, 'r' },
+		{ "top", required_argument, 0, 't' },
 		{ 0 },
 	};
 	struct wsp_heatmap_options o = { .views = 1u << WSP_HEAT_BY_ADDRESS, .kind = -1 };
-	const char *out = NULL;
-	bool json = false;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'b': {
-			int by = 0;
-			while (by < WSP_HEAT_BY_COUNT && strcmp(optarg, by_names[by]))
-				by++;
-			if (by == WSP_HEAT_BY_COUNT) {
-				fprintf(stderr, "wsprof: --by takes address, callsite or name, not '%s'\n", optarg);
-				return 2;
-			}
-			o.views = 1u << by;
-			break;
-		}
-		case 'r': if (parse_range(optarg, &o)) return 2; break;
-		case 't': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*optarg == '-' || *end || !*optarg || v < 1 || v > MAX_TOP) {
-				fprintf(stderr, "wsprof: --top wants 1 to %d rows (what a page shows readably), not '%s'\n", MAX_TOP,
-					optarg);
-				return 2;
-			}
-			o.top = v;
-			break;
-		}
-		case 'k': {
-			unsigned kind;
-			if (wsp_parse_kind(optarg, &kind))
-				return 2;
-			if (!has_addresses(kind)) {
-				fprintf(stderr, "wsprof: %s blocks have no addresses memory is accessed at: use --kind cuda_vmm_mapped\n",
-					optarg);
-				return 2;
-			}
-			o.kind = (int)kind;
-			break;
-		}
-		case 'o': out = optarg; break;
-		case 'j': json = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	const char *path = wsp_trace_operand(argc, argv, usage);
-	if (!path)
+	struct wsp_cli cli;
+	int rc = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT | WSP_CLI_KIND | WSP_CLI_JSON | WSP_CLI_BOTH, own, heat_option,
+			       &o, usage, &cli);
+	if (rc >= 0)
+		return rc;
+	if (cli.kind >= 0 && !has_addresses((unsigned)cli.kind)) {
+		fprintf(stderr, "wsprof: %s blocks have no addresses memory is accessed at: use --kind cuda_vmm_mapped\n",
+			wsprof_kind_name((unsigned)cli.kind));
 		return 2;
+	}
+	o.kind = cli.kind;
+	const char *path = cli.trace, *out = cli.out;
+	bool json = cli.json;
 	enum wsp_doc_format format;
 	if (out && wsp_doc_format_of(out, &format))
 		return 2;

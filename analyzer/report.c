@@ -251,24 +251,11 @@ static void usage(FILE *out)
 
 int wsp_cmd_report(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *out = NULL;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o': out = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	const char *trace = wsp_trace_operand(argc, argv, usage);
-	if (!trace)
-		return 2;
+	struct wsp_cli cli;
+	int rc = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT, NULL, NULL, NULL, usage, &cli);
+	if (rc >= 0)
+		return rc;
+	const char *out = cli.out, *trace = cli.trace;
 	if (!out) {
 		fprintf(stderr, "wsprof: say where the report goes: wsprof report %s -o report.pdf (or .svg, .png)\n", trace);
 		return 2;

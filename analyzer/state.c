@@ -576,43 +576,29 @@ static int draw(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem,
 	return wsp_doc_finish(doc, true);
 }
 
+static int state_option(void *ctx, int val, const char *arg)
+{
+	(void)val; /* --at, the only one */
+	*(const char **)ctx = arg;
+	return 0;
+}
+
 int wsp_cmd_state(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "at", required_argument, NULL, 'a' },
-		{ "kind", required_argument, NULL, 'k' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *at = "peak", *out = NULL;
-	unsigned kind = 0;
-	bool json = false, have_kind = false;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'a': at = optarg; break;
-		case 'k': if (wsp_parse_kind(optarg, &kind)) return 2; have_kind = true; break;
-		case 'j': json = true; break;
-		case 'o': out = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	const char *path = wsp_trace_operand(argc, argv, usage);
-	if (!path)
-		return 2;
-	if (out && json) {
-		fprintf(stderr, "wsprof: --json and -o both name the output: use one of them\n");
-		return 2;
-	}
+	static const struct wsp_cli_option own[] = { { "at", required_argument, 0, 'a' }, { 0 } };
+	const char *at = "peak";
+	struct wsp_cli cli;
+	int rc = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT | WSP_CLI_KIND | WSP_CLI_JSON, own, state_option, &at, usage,
+			       &cli);
+	if (rc >= 0)
+		return rc;
+	const char *path = cli.trace, *out = cli.out;
+	bool json = cli.json;
 	enum wsp_doc_format format;
-	if (out && (wsp_doc_format_of(out, &format) || (have_kind && !drawable_kind(kind))))
+	if (out && (wsp_doc_format_of(out, &format) || (cli.kind >= 0 && !drawable_kind((unsigned)cli.kind))))
 		return 2;
 	struct wsp_state st;
-	int rc = wsp_state_open(path, at, have_kind ? (int)kind : -1, &st);
+	rc = wsp_state_open(path, at, cli.kind, &st);
 	if (rc)
 		return rc;
 	struct wsp_memory *mem;

@@ -349,32 +349,37 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	}
 }
 
+/* --caller, as often as it is given. */
+struct callers {
+	const char **v;
+	size_t n;
+};
+
+static int add_caller(void *ctx, int val, const char *arg)
+{
+	(void)val;
+	struct callers *c = ctx;
+	c->v[c->n++] = arg;
+	return 0;
+}
+
 int wsp_cmd_summary(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "caller", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	bool json = false;
-	const char **callers = calloc((size_t)argc + 1, sizeof *callers);
-	size_t ncallers = 0;
-	int o;
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "jc:h", opts, NULL)) != -1) {
-		switch (o) {
-		case 'j': json = true; break;
-		case 'c': callers[ncallers++] = optarg; break;
-		case 'h': usage(stdout); free(callers); return 0;
-		default: usage(stderr); free(callers); return 2;
-		}
+	static const struct wsp_cli_option own[] = { { "caller", required_argument, 'c', 'c' }, { 0 } };
+	struct callers cs = { calloc((size_t)argc + 1, sizeof *cs.v), 0 };
+	if (!cs.v) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		return 1;
 	}
-	const char *trace = wsp_trace_operand(argc, argv, usage);
-	if (!trace) {
-		free(callers);
-		return 2;
+	struct wsp_cli cli;
+	int status = wsp_cli_parse(argc, argv, WSP_CLI_JSON, own, add_caller, &cs, usage, &cli);
+	if (status >= 0) {
+		free(cs.v);
+		return status;
 	}
+	const char **callers = cs.v, *trace = cli.trace;
+	size_t ncallers = cs.n;
+	bool json = cli.json;
 	struct wsp_model_options mo = { .callers = ncallers ? callers : NULL, .totals_only = true };
 	struct wsp_loaded l;
 	int rc = wsp_load(trace, &mo, false, &l);

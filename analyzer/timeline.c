@@ -481,30 +481,12 @@ static void usage(FILE *out)
 
 int wsp_cmd_timeline(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "kind", required_argument, NULL, 'k' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *out = NULL;
-	unsigned kind = 0;
-	bool json = false, have_kind = false;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o': out = optarg; break;
-		case 'k': if (wsp_parse_kind(optarg, &kind)) return 2; have_kind = true; break;
-		case 'j': json = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	const char *trace = wsp_trace_operand(argc, argv, usage);
-	if (!trace)
-		return 2;
+	struct wsp_cli cli;
+	int rc = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT | WSP_CLI_KIND | WSP_CLI_JSON, NULL, NULL, NULL, usage, &cli);
+	if (rc >= 0)
+		return rc;
+	const char *out = cli.out, *trace = cli.trace;
+	bool json = cli.json;
 	enum wsp_doc_format format;
 	if (out && wsp_doc_format_of(out, &format))
 		return 2;
@@ -512,7 +494,7 @@ int wsp_cmd_timeline(int argc, char **argv)
 	struct wsp_model_options mo = { 0 };
 	if (wsp_load(trace, &mo, false, &l))
 		return 1;
-	int k = have_kind ? (int)kind : -1;
+	int k = cli.kind;
 	int status = 0;
 	if (out) {
 		unsigned kinds[WSPROF_KIND_COUNT];

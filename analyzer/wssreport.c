@@ -79,44 +79,43 @@ static void usage(FILE *out)
 	      "  --plot FILE   draw it: over time per source, and the distribution\n", out);
 }
 
+struct wss_options {
+	const char *plot;
+	uint64_t window_ms;
+};
+
+static int wss_option(void *ctx, int val, const char *arg)
+{
+	struct wss_options *o = ctx;
+	if (val == 'p') {
+		o->plot = arg;
+		return 0;
+	}
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+	if (*arg == '-' || *end || !v || v > 3600000) {
+		fprintf(stderr, "wsprof: --window wants milliseconds from 1 to 3600000, not '%s'\n", arg);
+		return 2;
+	}
+	o->window_ms = v;
+	return 0;
+}
+
 int wsp_cmd_wss(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "window", required_argument, NULL, 'w' },
-		{ "kind", required_argument, NULL, 'k' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "plot", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
+	static const struct wsp_cli_option own[] = {
+		{ "window", required_argument, 0, 'w' },
+		{ "plot", required_argument, 0, 'p' },
 		{ 0 },
 	};
-	const char *plot = NULL;
-	uint64_t window_ms = 0;
-	unsigned kind = 0;
-	bool json = false, have_kind = false;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'w': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*optarg == '-' || *end || !v || v > 3600000) {
-				fprintf(stderr, "wsprof: --window wants milliseconds from 1 to 3600000, not '%s'\n", optarg);
-				return 2;
-			}
-			window_ms = v;
-			break;
-		}
-		case 'k': if (wsp_parse_kind(optarg, &kind)) return 2; have_kind = true; break;
-		case 'j': json = true; break;
-		case 'p': plot = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	const char *trace = wsp_trace_operand(argc, argv, usage);
-	if (!trace)
-		return 2;
+	struct wss_options o = { 0 };
+	struct wsp_cli cli;
+	int rc = wsp_cli_parse(argc, argv, WSP_CLI_KIND | WSP_CLI_JSON, own, wss_option, &o, usage, &cli);
+	if (rc >= 0)
+		return rc;
+	const char *plot = o.plot, *trace = cli.trace;
+	uint64_t window_ms = o.window_ms;
+	bool json = cli.json;
 	enum wsp_doc_format format;
 	if (plot && wsp_doc_format_of(plot, &format))
 		return 2;
@@ -128,7 +127,7 @@ int wsp_cmd_wss(int argc, char **argv)
 	const struct wsp_wss *w = wsp_model_wss(l.model);
 	const struct wsp_wss_point *pts = NULL;
 	size_t n = w ? wsp_wss_points(w, &pts) : 0;
-	int k = have_kind ? (int)kind : -1;
+	int k = cli.kind;
 	unsigned window = window_ms ? (unsigned)window_ms : p->window_ms;
 	struct dist all = dist_of(pts, n, -1, k), per[WSPROF_ACCESS_SOURCE_COUNT];
 	for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)

@@ -1,0 +1,96 @@
+/*
+ * cli.c - the options every report shares (cli.h).
+ */
+#include "cli.h"
+
+#include "analyzer.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#define MAX_OPTIONS 24
+
+int wsp_parse_kind(const char *s, unsigned *kind)
+{
+	char names[512];
+	size_t n = 0;
+	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
+		if (strcmp(s, wsprof_kind_name(k)) == 0) {
+			*kind = k;
+			return 0;
+		}
+		n += (size_t)snprintf(names + n, n < sizeof names ? sizeof names - n : 0, "%s%s", k ? ", " : "",
+				      wsprof_kind_name(k));
+	}
+	fprintf(stderr, "wsprof: unknown kind '%s': use one of %s\n", s, names);
+	return -1;
+}
+
+enum { OPT_OUTPUT = 0x10000, OPT_KIND, OPT_JSON, OPT_HELP };
+
+int wsp_cli_parse(int argc, char **argv, unsigned shared, const struct wsp_cli_option *own, wsp_cli_own_fn fn,
+		  void *ctx, void (*usage)(FILE *), struct wsp_cli *c)
+{
+	*c = (struct wsp_cli){ .kind = -1 };
+	struct option opts[MAX_OPTIONS + 1];
+	char letters[2 * MAX_OPTIONS + 8] = "h";
+	size_t n = 0, nl = 1;
+	if (shared & WSP_CLI_OUTPUT) {
+		opts[n++] = (struct option){ "output", required_argument, NULL, OPT_OUTPUT };
+		nl += (size_t)snprintf(letters + nl, sizeof letters - nl, "o:");
+	}
+	if (shared & WSP_CLI_KIND)
+		opts[n++] = (struct option){ "kind", required_argument, NULL, OPT_KIND };
+	if (shared & WSP_CLI_JSON) {
+		opts[n++] = (struct option){ "json", no_argument, NULL, OPT_JSON };
+		nl += (size_t)snprintf(letters + nl, sizeof letters - nl, "j");
+	}
+	opts[n++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+	for (size_t i = 0; own && own[i].name && n < MAX_OPTIONS; i++) {
+		opts[n++] = (struct option){ own[i].name, own[i].has_arg, NULL, own[i].val };
+		if (own[i].letter && nl + 3 < sizeof letters) {
+			letters[nl++] = own[i].letter;
+			if (own[i].has_arg == required_argument)
+				letters[nl++] = ':';
+			letters[nl] = 0;
+		}
+	}
+	opts[n] = (struct option){ 0 };
+	int o;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, letters, opts, NULL)) != -1) {
+		if (o == 'o')
+			o = OPT_OUTPUT;
+		else if (o == 'j')
+			o = OPT_JSON;
+		else if (o == 'h')
+			o = OPT_HELP;
+		for (size_t i = 0; own && own[i].name; i++)
+			if (own[i].letter && o == own[i].letter)
+				o = own[i].val;
+		unsigned kind;
+		int status;
+		switch (o) {
+		case OPT_OUTPUT: c->out = optarg; break;
+		case OPT_KIND:
+			if (wsp_parse_kind(optarg, &kind))
+				return 2;
+			c->kind = (int)kind;
+			break;
+		case OPT_JSON: c->json = true; break;
+		case OPT_HELP: usage(stdout); return 0;
+		case '?': usage(stderr); return 2;
+		default:
+			if (!fn || (status = fn(ctx, o, optarg)) != 0)
+				return fn ? status : 2;
+			break;
+		}
+	}
+	if (!(c->trace = wsp_trace_operand(argc, argv, usage)))
+		return 2;
+	if (c->out && c->json && !(shared & WSP_CLI_BOTH)) {
+		fprintf(stderr, "wsprof: --json and -o both name the output: use one of them\n");
+		return 2;
+	}
+	return -1;
+}

@@ -1,0 +1,55 @@
+/*
+ * cli.h - the command-line layer: the options every report shares, parsed
+ * and checked in one place.
+ *
+ * A report names the shared options it takes (-o FILE, --kind KIND,
+ * --json) and lists its own; wsp_cli_parse reads them all, with --help,
+ * then the one trace operand. The rules are the same for every report:
+ * -o and --json both name the output, so a report given both says so and
+ * stops (unless it does both, WSP_CLI_BOTH); --kind names a kind as reports name it; a usage error prints the
+ * report's usage and exits 2.
+ */
+#ifndef WSP_CLI_H
+#define WSP_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum wsp_cli_shared {
+	WSP_CLI_OUTPUT = 1, /* -o FILE, --output FILE */
+	WSP_CLI_KIND = 2,   /* --kind KIND */
+	WSP_CLI_JSON = 4,   /* --json (and -j) */
+	WSP_CLI_BOTH = 8,   /* -o and --json together: draw it, and print the JSON (heatmap) */
+};
+
+struct wsp_cli {
+	const char *trace;  /* the trace operand */
+	const char *out;    /* -o, NULL when not given */
+	int kind;           /* --kind, -1 when not given */
+	bool json;
+};
+
+/* An option of the report's own: its long name, whether it takes an
+ * argument (getopt's has_arg), its short letter (0: none) and the value
+ * the handler gets. */
+struct wsp_cli_option {
+	const char *name;
+	int has_arg;
+	char letter;
+	int val;
+};
+
+/* Handles one option of the report's own. @return 0, or an exit status
+ * after saying what is wrong. */
+typedef int (*wsp_cli_own_fn)(void *ctx, int val, const char *arg);
+
+/* Parse argv (argv[0] is the report's name). own: NULL-name terminated
+ * list, or NULL. @return -1 to go on with c filled, or the exit status to
+ * return now (0 after --help, 2 after a usage error). */
+int wsp_cli_parse(int argc, char **argv, unsigned shared, const struct wsp_cli_option *own, wsp_cli_own_fn fn,
+		  void *ctx, void (*usage)(FILE *), struct wsp_cli *c);
+
+/* A kind by name ("heap"), with a one-line error. @return 0 or -1. */
+int wsp_parse_kind(const char *s, unsigned *kind);
+
+#endif
