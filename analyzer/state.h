@@ -4,8 +4,8 @@
  * label), every block live then with what the program said about it, and,
  * at a failed allocation, the request that failed.
  *
- * state.c reads it and prints it (`wsprof report state`, text or JSON);
- * statemap.c draws it as a map of addresses. Both read the same blocks, so
+ * state.c reads it, statetext.c prints it (`wsprof report state`, text or
+ * JSON), statemap.c draws it as a map of addresses. Both read the same blocks, so
  * the figures of the text, the JSON and the picture are the same.
  */
 #ifndef WSP_STATE_H
@@ -51,6 +51,9 @@ int wsp_state_open(const char *path, const char *at, int kind, struct wsp_state 
 int wsp_state_plan(const struct wsp_loaded *whole, const char *at, int kind, struct wsp_state *st);
 struct wsp_follower wsp_state_follower(struct wsp_state *st);
 void wsp_state_free(struct wsp_state *st);
+
+/* qsort's order of state blocks: by kind, then address. */
+int wsp_state_block_cmp(const void *a, const void *b);
 
 /* The call that failed ("cuMemAlloc"), or "an allocation". */
 const char *wsp_state_failed_call(const struct wsp_state_failure *f);
