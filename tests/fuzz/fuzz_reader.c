@@ -1,6 +1,6 @@
 /*
  * fuzz_reader.c - a libFuzzer target for the trace reader (src/reader.c)
- * and the analyzer's model (analyzer/model.c), which every report reads
+ * and the analyzer's model (analyzer/model/model.c), which every report reads
  * a trace through.
  *
  * Each input is a trace file. It is written to a memory file, opened with

@@ -2,7 +2,7 @@
  * account.h - how the test programs keep their own books.
  *
  * Each program under tests/progs counts what it allocates with the same
- * rules as wsprof's model (analyzer/model.h) and writes the figures it
+ * rules as wsprof's model (analyzer/model/model.h) and writes the figures it
  * expects to an "expect" file, one JSON object, for tests/preload to
  * compare with `wsprof report summary --json`. Nothing here allocates or
  * uses stdio (a FILE would allocate its buffer through the very malloc

@@ -29,7 +29,7 @@ TestSuite(export, .fini = wt_cleanup, .timeout = 120);
 #define MS 1000000ull
 #define MiB (1024ull * 1024)
 #define GiB (1024ull * MiB)
-#define SERIES_CAP 2048 /* analyzer/series.h */
+#define SERIES_CAP 2048 /* analyzer/model/series.h */
 
 /* The export of a trace, parsed; asserts it is one JSON object. */
 static struct wt_json *export_json(const char *trace)

@@ -1,6 +1,6 @@
 /*
- * test_progress.c - the progress bar of a long read (analyzer/progress.c,
- * analyzer/load.c) and the reader's position that feeds it
+ * test_progress.c - the progress bar of a long read (analyzer/model/progress.c,
+ * analyzer/model/load.c) and the reader's position that feeds it
  * (wsprof_trace_position).
  *
  * The bar is pinned with made-up times, byte for byte: quiet for the first

@@ -1,5 +1,5 @@
 /*
- * test_departed.c - blocks freed a short while ago (analyzer/departed.c),
+ * test_departed.c - blocks freed a short while ago (analyzer/model/departed.c),
  * and the model's use of them: a window's accesses go to the blocks live
  * during it, a block freed in it included.
  *

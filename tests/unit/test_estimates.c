@@ -1,7 +1,7 @@
 /*
  * test_estimates.c - the analyzer's estimates from a sampled trace
  * (WSPROF_SAMPLE_BYTES): the probability that an allocation was
- * recorded, the weights the model (analyzer/model.c) gives heap blocks,
+ * recorded, the weights the model (analyzer/model/model.c) gives heap blocks,
  * and the sampling rate as the reader takes it from the CONFIG record.
  *
  * What is pinned: a heap block of s bytes stands for s/p bytes (rounded)

@@ -1,5 +1,5 @@
 /*
- * test_flame.c - flame graphs of allocation stacks (analyzer/flame.c),
+ * test_flame.c - flame graphs of allocation stacks (analyzer/draw/flame.c),
  * fed stacks of labels directly.
  *
  * What is pinned: stacks sharing outer frames share their boxes with the

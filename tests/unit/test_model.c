@@ -1,5 +1,5 @@
 /*
- * test_model.c - the analyzer's live-set model (analyzer/model.c), fed
+ * test_model.c - the analyzer's live-set model (analyzer/model/model.c), fed
  * events directly, without a trace file.
  *
  * What is pinned: the counting rules the summary promises (model.h):
