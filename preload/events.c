@@ -8,9 +8,15 @@
  * bounded pool (waiting for the writer when the pool is spent, which bounds
  * wsprof's memory). Every buffer starts a new segment (doc/trace-format.md).
  *
- * Reentrancy: called from hooks with the guard held; the thread lock is
- * never held across anything that can block, so the writer can always
- * steal. Signal handlers that allocate while the guard is held pass through.
+ * Reentrancy: called from hooks with the guard held. The thread lock is
+ * held across nothing that waits for another thread's progress: while it
+ * is held, a full buffer is queued (the queue's mutex, held for a list
+ * insert, and the writer's wake-up) and the stack tree may grow (its lock,
+ * and an mmap of wsprof's own through the raw system call); never the
+ * pool's wait for the writer, which happens with no lock held. So the
+ * writer can always steal. (The queueing stays under the lock: the
+ * thread's floor may only rise once its buffer is in the queue.) Signal
+ * handlers that allocate while the guard is held pass through.
  */
 #include "wsp.h"
 
@@ -72,6 +78,21 @@ uint64_t wsp_now_ns(void)
 
 /* ---- buffer pool and queue ------------------------------------------ */
 
+/* Who drains the queue (the writer, which registers itself): told when a
+ * buffer is queued or a thread waits for one. */
+static void (*drainer)(void);
+
+void wsp_buf_on_queue(void (*wake)(void))
+{
+	drainer = wake;
+}
+
+static void wake_drainer(void)
+{
+	if (drainer)
+		drainer();
+}
+
 struct wsp_buf *wsp_buf_get(void)
 {
 	pthread_mutex_lock(&pool_lock);
@@ -93,7 +114,7 @@ struct wsp_buf *wsp_buf_get(void)
 				break;
 			}
 		}
-		wsp_writer_wake();
+		wake_drainer();
 		pthread_cond_wait(&pool_cond, &pool_lock);
 	}
 	pthread_mutex_unlock(&pool_lock);
@@ -136,7 +157,7 @@ void wsp_buf_enqueue(struct wsp_buf *b)
 		queue_head = b;
 	queue_tail = b;
 	pthread_mutex_unlock(&queue_lock);
-	wsp_writer_wake();
+	wake_drainer();
 }
 
 struct wsp_buf *wsp_buf_dequeue_all(void)

@@ -89,6 +89,8 @@ static void start(pid_t parent_traced)
 	}
 	atomic_store(&wsp_state, WSP_ACTIVE);
 	wsp_modules_init();
+	wsp_writer_on_flush(wsp_cuda_sample);     /* device memory samples go out with each flush */
+	wsp_writer_on_finish(wsp_sampler_finish); /* the sampler's last windows before the footer */
 	wsp_writer_start_thread();
 	wsp_sampler_start();
 	wsp_signals_install();

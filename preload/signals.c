@@ -40,23 +40,6 @@ static sigaction_fn real_sigaction;
 /* Signals whose handler is wsprof's: the program's view is SIG_DFL. */
 static _Atomic bool held[NSIG];
 
-/* wsprof's own threads take none of the program's signals: its handlers
- * run on its threads only, and a write past RLIMIT_FSIZE fails with EFBIG
- * (recording stops, with a warning) instead of raising SIGXFSZ, which
- * would end a program that never wrote that file itself. They are born
- * with every signal blocked: blocking them from the thread itself left a
- * moment in which a program's timer signal could run its handler on a
- * thread of wsprof's. */
-int wsp_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *))
-{
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = pthread_create(th, attr, fn, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return err;
-}
-
 static bool is_fatal(int sig)
 {
 	for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)

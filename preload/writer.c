@@ -65,6 +65,35 @@ static atomic_int finish_request;
 static atomic_bool writer_running;
 #define REQUEST_POLL_MS 50 /* how often the writer thread looks for one */
 
+/* What other parts ask the writer thread to do for them, so that it knows
+ * none of them: before each flush due (CUDA's device memory samples go out
+ * with it), and before it finishes the trace at a fatal signal's request
+ * (the access sampler's last windows). */
+#define TASKS_MAX 4
+static void (*on_flush[TASKS_MAX])(void), (*on_finish[TASKS_MAX])(void);
+static _Atomic size_t n_on_flush, n_on_finish;
+
+static void add_task(void (**tasks)(void), _Atomic size_t *n, void (*fn)(void))
+{
+	for (size_t i = 0; i < atomic_load(n); i++)
+		if (tasks[i] == fn)
+			return;
+	if (atomic_load(n) < TASKS_MAX) {
+		tasks[atomic_load(n)] = fn;
+		atomic_fetch_add(n, 1);
+	}
+}
+
+void wsp_writer_on_flush(void (*fn)(void))
+{
+	add_task(on_flush, &n_on_flush, fn);
+}
+
+void wsp_writer_on_finish(void (*fn)(void))
+{
+	add_task(on_finish, &n_on_finish, fn);
+}
+
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
 static bool wake_pending;
@@ -432,16 +461,18 @@ static void *writer_main(void *arg)
 	for (;;) {
 		wait_until(&next);
 		if (atomic_load(&finish_request) == 1) {
-			wsp_sampler_finish();
+			for (size_t i = 0; i < atomic_load(&n_on_finish); i++)
+				on_finish[i]();
 			wsp_writer_finish();
 			atomic_store(&finish_request, 2);
 			atomic_store(&writer_running, false);
 			return NULL;
 		}
 		bool due = passed(&next);
-		if (due) { /* device memory samples go out with this flush */
+		if (due) {
 			wsp_tls.writing = true;
-			wsp_cuda_sample();
+			for (size_t i = 0; i < atomic_load(&n_on_flush); i++)
+				on_flush[i]();
 			wsp_tls.writing = false;
 		}
 		pthread_mutex_lock(&write_lock);
@@ -458,6 +489,7 @@ static void *writer_main(void *arg)
 
 void wsp_writer_start_thread(void)
 {
+	wsp_buf_on_queue(wsp_writer_wake);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -11,6 +11,11 @@
  *   modules.c    the module map and dlopen/dlclose
  *   process.c    start, exit, fork and exec
  *   rescue.c     the buffers wsprof record can finish a trace from (src/rescue.h)
+ *   threads.c    the threads wsprof starts (every signal blocked)
+ *   signals.c    fatal signals finish the trace; the program's view of them
+ *   sampler.c    access sampling: written pages (userfaultfd, PAGEMAP_SCAN), memory given back
+ *   damon.c      access sampling with DAMON
+ *   nvtx.c       NVTX memory heaps and ranges
  *   fds.c        wsprof's own descriptors, kept high
  *   hooks_libc.c the malloc family and mmap/munmap/mremap/mprotect
  *   sampling.c   WSPROF_SAMPLE_BYTES: which heap allocations (and frees) are recorded
@@ -288,6 +293,7 @@ struct wsp_buf *wsp_buf_get(void);          /* may wait for the writer */
 void wsp_buf_put(struct wsp_buf *b);        /* back to the free pool */
 void wsp_buf_release_waiters(void);
 void wsp_buf_enqueue(struct wsp_buf *b);    /* full or stolen: to be written */
+void wsp_buf_on_queue(void (*wake)(void));  /* who drains the queue: woken when a buffer is queued */
 struct wsp_buf *wsp_buf_dequeue_all(void);  /* FIFO list, writer only */
 /* Take every thread's partial buffer into the queue. @return the sequence
  * watermark: every event below it is now queued or written. */
@@ -394,6 +400,10 @@ bool wsp_writer_finish_from_signal(unsigned timeout_ms);
 bool wsp_writer_thread_running(void);
 #define WSP_FINISH_TIMEOUT_MS 2000 /* how long a fatal signal or _exit waits for the writer */
 void wsp_writer_wake(void);
+/* Work the writer thread does for other parts (registered once, before
+ * it starts): before each flush due, before finishing at a fatal signal. */
+void wsp_writer_on_flush(void (*fn)(void));
+void wsp_writer_on_finish(void (*fn)(void));
 void wsp_writer_lock(void);
 void wsp_writer_unlock(void);
 void wsp_writer_reset_after_fork(void);
@@ -438,6 +448,9 @@ void wsp_damon_forget_after_fork(void);
 /* Catch the fatal signals the program leaves at their default action, to
  * finish the trace before the default action happens. */
 void wsp_signals_install(void);
+
+/* ---- threads.c ------------------------------------------------------ */
+
 /* Start one of wsprof's own threads, born with every signal blocked. */
 int wsp_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *));
 
