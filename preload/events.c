@@ -448,7 +448,9 @@ static void record_with_stack(unsigned type, unsigned kind, unsigned op, const v
 		return;
 	if (__builtin_expect(atomic_load_explicit(&wsp_dl_recent, memory_order_relaxed), 0))
 		wsp_modules_check();
-	uintptr_t ips[256];
+	/* As many as the configured depth (64 by default, 256 at most): the
+	 * program's stack may be a small coroutine's (doc/hacking.md). */
+	uintptr_t ips[wsp_cfg.stack_depth + WSP_STACK_SLACK];
 	uint32_t known;
 	int depth = wsp_stack_capture(t, ips, (int)wsp_cfg.stack_depth, &known);
 	uint8_t *p = wsp_event_begin(t, WSP_EVENT_RECORD_MAX + (size_t)depth * WSP_STACK_RECORD_MAX);

@@ -191,14 +191,14 @@ __attribute__((noinline)) int wsp_stack_capture(struct wsp_thread *t, uintptr_t 
 		u->last = w;
 		return depth;
 	}
-	void *raw[256 + 16];
-	int n = unw_backtrace(raw, max + 16);
+	/* Straight into the caller's array, wsprof's own frames dropped after:
+	 * no second copy on a stack that may be a coroutine's. */
+	int n = unw_backtrace((void **)ips, max + WSP_STACK_SLACK);
 	if (own_stack)
-		memo_put(u, frame, (uintptr_t)__builtin_return_address(0), raw, n);
-	int skip = own_frames((const uintptr_t *)raw, n);
+		memo_put(u, frame, (uintptr_t)__builtin_return_address(0), (void *const *)ips, n);
+	int skip = own_frames(ips, n);
 	int depth = n - skip < max ? n - skip : max;
-	for (int i = 0; i < depth; i++)
-		ips[i] = (uintptr_t)raw[skip + i];
+	memmove(ips, ips + skip, (size_t)depth * sizeof *ips);
 	return depth;
 }
 

@@ -352,6 +352,8 @@ uintptr_t wsp_unwinder_address(void);
 /* Unwind the caller's stack, skipping wsprof's own frames; *id: the stack's
  * id when the thread's unwind memo knows it, else 0 (intern it, then
  * wsp_stack_remember_id). @return depth. */
+#define WSP_STACK_SLACK 16 /* wsprof's own frames, unwound and then dropped */
+/* ips: room for max + WSP_STACK_SLACK addresses. */
 int wsp_stack_capture(struct wsp_thread *t, uintptr_t *ips, int max, uint32_t *id);
 void wsp_stack_remember_id(struct wsp_thread *t, uint32_t id);
 void wsp_unwind_memo_free(struct wsp_unwind_memo *u);
