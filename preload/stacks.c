@@ -131,9 +131,15 @@ void wsp_unwind_memo_free(struct wsp_unwind_memo *u)
 		wsp_pages_free(u, sizeof *u);
 }
 
-/* Remember an unwind made from frame, if every return address is found. */
-static void memo_put(struct wsp_unwind_memo *u, uintptr_t frame, uintptr_t ret, void *const *raw, int n)
+/* Remember an unwind made from frame, if every return address is found.
+ * raw is the array the unwind was written to, which lies on the same
+ * stack above frame (the caller's): its copies of the return addresses
+ * are not where they live, so the search steps over it. The search reads
+ * the stack word by word, whatever the frames hold there (so ASan, in the
+ * checked build, is told not to look). */
+__attribute__((no_sanitize("address"))) static void memo_put(struct wsp_unwind_memo *u, uintptr_t frame, uintptr_t ret, void *const *raw, int n, size_t cap)
 {
+	const uintptr_t *skip_lo = (const uintptr_t *)raw, *skip_hi = skip_lo + cap;
 	if (n > MEMO_DEPTH)
 		return;
 	int first = 0;
@@ -144,7 +150,7 @@ static void memo_put(struct wsp_unwind_memo *u, uintptr_t frame, uintptr_t ret, 
 	struct memo *m = &u->m[u->next];
 	const uintptr_t *at = (const uintptr_t *)(frame + sizeof(uintptr_t)), *end = (const uintptr_t *)u->stack_hi;
 	for (int i = first; i < n; i++, at++) {
-		while (at < end && *at != (uintptr_t)raw[i])
+		while (at < end && (*at != (uintptr_t)raw[i] || (at >= skip_lo && at < skip_hi)))
 			at++;
 		if (at >= end)
 			return;
@@ -195,7 +201,8 @@ __attribute__((noinline)) int wsp_stack_capture(struct wsp_thread *t, uintptr_t 
 	 * no second copy on a stack that may be a coroutine's. */
 	int n = unw_backtrace((void **)ips, max + WSP_STACK_SLACK);
 	if (own_stack)
-		memo_put(u, frame, (uintptr_t)__builtin_return_address(0), (void *const *)ips, n);
+		memo_put(u, frame, (uintptr_t)__builtin_return_address(0), (void *const *)ips, n,
+			 (size_t)max + WSP_STACK_SLACK);
 	int skip = own_frames(ips, n);
 	int depth = n - skip < max ? n - skip : max;
 	memmove(ips, ips + skip, (size_t)depth * sizeof *ips);

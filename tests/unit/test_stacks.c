@@ -372,6 +372,17 @@ __attribute__((noinline)) int capture_other(uintptr_t *ips, int max)
 	return n;
 }
 
+/* As the recorder captures: into an array of the caller's own frame,
+ * between the capture's frame and the return addresses it finds. */
+__attribute__((noinline)) int capture_into_local(uintptr_t *out, int max)
+{
+	uintptr_t ips[max + WSP_STACK_SLACK];
+	int n = wsp_stack_capture(capture_thread, ips, max, &capture_id);
+	memcpy(out, ips, (size_t)n * sizeof *ips);
+	__asm__ volatile("" : : "r"(n) : "memory");
+	return n;
+}
+
 static const char *name_of(uintptr_t ip)
 {
 	Dl_info info;
@@ -383,7 +394,7 @@ static const char *name_of(uintptr_t ip)
 Test(stacks, capture_starts_at_its_caller)
 {
 	wsp_stacks_init();
-	uintptr_t ips[64];
+	uintptr_t ips[64 + WSP_STACK_SLACK];
 	int n = capture_outer(ips, 64);
 	cr_assert_geq(n, 3, "depth %d", n);
 	cr_expect_str_eq(name_of(ips[0]), "capture_inner", "innermost frame");
@@ -395,20 +406,23 @@ Test(stacks, capture_starts_at_its_caller)
 Test(stacks, capture_stops_at_max)
 {
 	wsp_stacks_init();
-	uintptr_t ips[3] = { 0, 0xdead, 0xdead };
+	/* Room for max + WSP_STACK_SLACK (wsprof's own frames, dropped
+	 * after), and a guard word past it. */
+	uintptr_t ips[1 + WSP_STACK_SLACK + 1];
+	ips[1 + WSP_STACK_SLACK] = 0xdead;
 	cr_assert_eq(capture_outer(ips, 1), 1);
 	cr_expect_str_eq(name_of(ips[0]), "capture_inner");
-	cr_expect_eq(ips[1], 0xdead, "nothing written beyond max");
-	uintptr_t deep[64];
+	cr_expect_eq(ips[1 + WSP_STACK_SLACK], 0xdead, "nothing written beyond the room the caller gave");
+	uintptr_t deep[64 + WSP_STACK_SLACK];
 	int all = capture_outer(deep, 64);
-	uintptr_t some[64];
+	uintptr_t some[64 + WSP_STACK_SLACK];
 	cr_expect_eq(capture_outer(some, all - 1), all - 1);
 }
 
 Test(stacks, capture_skips_wsprofs_own_frames)
 {
 	wsp_stacks_init();
-	uintptr_t ips[64];
+	uintptr_t ips[64 + WSP_STACK_SLACK];
 	count_own_frames = false;
 	int n = capture_outer(ips, 64);
 	count_own_frames = true;
@@ -422,7 +436,7 @@ Test(stacks, captured_stack_interns_and_reads_back)
 {
 	wsp_stacks_init();
 	struct wsp_thread t = { 0 };
-	uintptr_t ips[2][64];
+	uintptr_t ips[2][64 + WSP_STACK_SLACK];
 	int n[2];
 	/* One call site (a loop the compiler cannot unroll): the same stack twice. */
 	for (volatile int round = 0; round < 2; round++)
@@ -446,7 +460,7 @@ Test(stacks, the_unwind_memo_repeats_only_the_same_path)
 	wsp_stacks_init();
 	struct wsp_thread t = { 0 };
 	capture_thread = &t;
-	uintptr_t ips[2][64], other[64];
+	uintptr_t ips[2][64 + WSP_STACK_SLACK], other[64 + WSP_STACK_SLACK];
 	int depth[2];
 	uint32_t ids[2];
 	/* One call site (a loop the compiler cannot unroll): the same path twice. */
@@ -465,6 +479,29 @@ Test(stacks, the_unwind_memo_repeats_only_the_same_path)
 	cr_assert_eq(k, n, "the other path has the same depth");
 	cr_expect_str_eq(name_of(other[1]), "capture_other", "and its own caller, not the memo's");
 	cr_expect_eq(capture_id, 0, "another path is not taken for the memo's");
+	capture_thread = NULL;
+	wsp_unwind_memo_free(t.memo);
+}
+
+/* The memo finds the return addresses where they live, not their copies
+ * in the array the capture wrote (which the next capture rewrites). */
+Test(stacks, the_memo_is_not_fooled_by_the_capture_array)
+{
+	wsp_stacks_init();
+	struct wsp_thread t = { 0 };
+	capture_thread = &t;
+	uintptr_t out[2][64];
+	int depth[2];
+	uint32_t ids[2];
+	for (volatile int round = 0; round < 2; round++) {
+		depth[round] = capture_into_local(out[round], 32);
+		ids[round] = capture_id;
+		if (round == 0)
+			wsp_stack_remember_id(&t, 7);
+	}
+	cr_assert_eq(depth[1], depth[0]);
+	cr_expect_arr_eq(out[1], out[0], (size_t)depth[0] * sizeof out[0][0]);
+	cr_expect_eq(ids[1], 7, "the same path again is the memo's");
 	capture_thread = NULL;
 	wsp_unwind_memo_free(t.memo);
 }
