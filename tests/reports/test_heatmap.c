@@ -16,6 +16,7 @@
  */
 #include "harness.h"
 #include "heatmap.h"
+#include "plot.h"
 #include "pictures.h"
 
 #include <cairo.h>

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "analyzer.h"
-#include "plot.h"
+struct wsp_doc; /* plot.h: the drawn views only */
 
 #define WSP_HEAT_COLUMNS 300
 

@@ -1,0 +1,904 @@
+/*
+ * heatgrid.c - the heatmaps' grid (heatgrid.h), in two passes over the
+ * trace that keep memory bounded by the grid, not by the trace's length:
+ *   1. the time span, the window of the access samples, and the address
+ *      ranges ever live or accessed (a sorted set of at most SPANS_CAP
+ *      ranges: past that, the ranges closest together are joined), each
+ *      weighed by the bytes accessed and allocated in it;
+ *   2. the model replayed event by event; each access sample's regions
+ *      are split among the rows (address bands, or the live blocks'
+ *      sites and names) and spread over the columns its window covers,
+ *      and the live bytes of each row are sampled a few times a column.
+ *
+ * A cell's colour is the access rate - bytes accessed per second, the
+ * most any one access source saw, since sources watch the same memory in
+ * different ways - wherever the memory shown has access samples, and the
+ * live bytes (mean of the column's samples) otherwise. Cold memory is a
+ * pale grey, never black: live but not accessed. White is nothing live.
+ *
+ * By address, a gap between live or accessed ranges is collapsed when it
+ * is MIN_GAP at least and more than a twenty-fourth of what would be
+ * shown without it (the largest MAX_SEPARATORS of them); by default only
+ * the hottest of the spans between collapsed gaps is shown, laid out again
+ * on its own, as damo does. Rows are bands of one power-of-two size, so
+ * their colours compare. By site or name, a byte of a pool sub-allocation
+ * counts for the pool's row and for the row of the block it was carved
+ * from; the top rows are kept and the rest summed in one.
+ */
+#include "heatgrid.h"
+
+#include "grow.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const wsp_heat_by_names[WSP_HEAT_BY_COUNT] = { "address", "callsite", "name" };
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void span_push(struct span *out, size_t *n, const struct span *s)
+{
+	if (*n && s->lo <= out[*n - 1].hi) {
+		struct span *last = &out[*n - 1];
+		if (s->hi > last->hi)
+			last->hi = s->hi;
+		last->accessed += s->accessed;
+		last->allocated += s->allocated;
+	} else {
+		out[(*n)++] = *s;
+	}
+}
+
+/* Join the ranges separated by the smallest gaps until half the cap is left. */
+static int spans_thin(struct spans *s)
+{
+	size_t want = SPANS_CAP / 2;
+	uint64_t *gaps = malloc((s->n - 1) * sizeof *gaps);
+	if (!gaps)
+		return -ENOMEM;
+	for (size_t i = 0; i + 1 < s->n; i++)
+		gaps[i] = s->v[i + 1].lo - s->v[i].hi;
+	qsort(gaps, s->n - 1, sizeof *gaps, wsp_cmp_u64);
+	uint64_t limit = gaps[s->n - want - 1];
+	free(gaps);
+	size_t n = 1;
+	for (size_t i = 1; i < s->n; i++) {
+		if (s->v[i].lo - s->v[n - 1].hi <= limit) {
+			s->v[n - 1].hi = s->v[i].hi;
+			s->v[n - 1].accessed += s->v[i].accessed;
+			s->v[n - 1].allocated += s->v[i].allocated;
+		} else {
+			s->v[n++] = s->v[i];
+		}
+	}
+	s->n = n;
+	return 0;
+}
+
+static int spans_flush(struct spans *s)
+{
+	if (!s->npending)
+		return 0;
+	qsort(s->pending, s->npending, sizeof *s->pending, cmp_span);
+	if (wsp_grow(&s->merged, &s->merged_cap, s->n + s->npending, sizeof *s->merged))
+		return -ENOMEM;
+	size_t n = 0, i = 0, j = 0;
+	while (i < s->n || j < s->npending) {
+		bool old = j == s->npending || (i < s->n && s->v[i].lo <= s->pending[j].lo);
+		span_push(s->merged, &n, old ? &s->v[i++] : &s->pending[j++]);
+	}
+	struct span *v = s->v;
+	size_t cap = s->cap;
+	s->v = s->merged;
+	s->cap = s->merged_cap;
+	s->merged = v;
+	s->merged_cap = cap;
+	s->n = n;
+	s->npending = 0;
+	return s->n > SPANS_CAP ? spans_thin(s) : 0;
+}
+
+static int spans_add(struct spans *s, uint64_t lo, uint64_t hi, double accessed, double allocated)
+{
+	if (hi <= lo)
+		return 0;
+	if (s->npending == SPANS_CAP) {
+		int err = spans_flush(s);
+		if (err)
+			return err;
+	}
+	if (wsp_grow(&s->pending, &s->pending_cap, s->npending + 1, sizeof *s->pending))
+		return -ENOMEM;
+	s->pending[s->npending++] = (struct span){ lo, hi, accessed, allocated };
+	return 0;
+}
+
+/* The first span ending after addr. */
+static size_t spans_after(const struct span *v, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid].hi <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Accesses to memory of one kind: they weigh the ranges of its blocks
+ * without widening them. */
+static int spans_weigh(struct spans *s, uint64_t lo, uint64_t hi)
+{
+	int err = spans_flush(s);
+	for (size_t i = spans_after(s->v, s->n, lo); !err && i < s->n && s->v[i].lo < hi; i++) {
+		uint64_t a = s->v[i].lo > lo ? s->v[i].lo : lo, b = s->v[i].hi < hi ? s->v[i].hi : hi;
+		s->v[i].accessed += (double)(b - a);
+	}
+	return err;
+}
+
+static void spans_free(struct spans *s)
+{
+	free(s->v);
+	free(s->pending);
+	free(s->merged);
+	memset(s, 0, sizeof *s);
+}
+
+/* ---- the address layout --------------------------------------------------- */
+
+/* The ranges within [lo, hi), cut into segments at the gaps worth
+ * collapsing. @return the segments (malloc'd) and their count in *n. */
+static struct span *layout_segments(const struct spans *s, uint64_t lo, uint64_t hi, size_t *n, int *err)
+{
+	*n = 0;
+	size_t first = spans_after(s->v, s->n, lo), m = 0;
+	while (first + m < s->n && s->v[first + m].lo < hi)
+		m++;
+	if (!m)
+		return NULL;
+	struct span *c = malloc(m * sizeof *c);
+	size_t *order = malloc(m * sizeof *order);
+	bool *cut = calloc(m, sizeof *cut);
+	if (!c || !order || !cut) {
+		free(c), free(order), free(cut);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < m; i++) {
+		c[i] = s->v[first + i];
+		if (c[i].lo < lo)
+			c[i].lo = lo;
+		if (c[i].hi > hi)
+			c[i].hi = hi;
+	}
+	/* Gaps, largest first: gap i lies before range i. */
+	size_t ng = 0;
+	for (size_t i = 1; i < m; i++)
+		order[ng++] = i;
+	for (size_t i = 1; i < ng; i++) /* insertion sort: m is at most SPANS_CAP */
+		for (size_t k = i; k > 0; k--) {
+			uint64_t a = c[order[k]].lo - c[order[k] - 1].hi, b = c[order[k - 1]].lo - c[order[k - 1] - 1].hi;
+			if (a <= b)
+				break;
+			size_t t = order[k];
+			order[k] = order[k - 1];
+			order[k - 1] = t;
+		}
+	uint64_t extent = c[m - 1].hi - c[0].lo;
+	for (size_t k = 0; k < ng && k < MAX_SEPARATORS; k++) {
+		uint64_t gap = c[order[k]].lo - c[order[k] - 1].hi;
+		if ((double)gap * 24 <= (double)(extent - gap) || gap < MIN_GAP)
+			break;
+		cut[order[k]] = true;
+		extent -= gap;
+	}
+	size_t out = 0;
+	for (size_t i = 0; i < m; i++) {
+		if (i && !cut[i]) {
+			c[out - 1].hi = c[i].hi;
+			c[out - 1].accessed += c[i].accessed;
+			c[out - 1].allocated += c[i].allocated;
+		} else {
+			c[out++] = c[i];
+		}
+	}
+	free(order);
+	free(cut);
+	*n = out;
+	return c;
+}
+
+/* Bands of one size, a power of two and a page at least, that lay the
+ * segments out in MAX_ADDRESS_ROWS rows or fewer. */
+static uint64_t band_size(const struct span *seg, size_t n)
+{
+	for (uint64_t band = PAGE;; band *= 2) {
+		uint64_t rows = 0;
+		for (size_t i = 0; i < n; i++)
+			rows += (seg[i].hi - 1) / band - seg[i].lo / band + 1;
+		if (rows <= MAX_ADDRESS_ROWS || band >> 62)
+			return band;
+	}
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+long heat_row_new(struct heat *h, struct view *v, const char *label, enum row_what what)
+{
+	if (wsp_grow(&v->rows, &v->cap, v->nrows + 1, sizeof *v->rows))
+		return -1;
+	struct hrow *r = &v->rows[v->nrows];
+	memset(r, 0, sizeof *r);
+	r->label = strdup(label);
+	r->live = calloc(h->ncols, sizeof *r->live);
+	if (!r->label || !r->live) {
+		free(r->label);
+		free(r->live);
+		return -1;
+	}
+	r->what = what;
+	return (long)v->nrows++;
+}
+
+/* The row of a site or name, made if new; past MAX_KEYS, "other". -1 without memory. */
+long heat_row_of_key(struct heat *h, struct view *v, const char *label, const struct wsp_frame *site)
+{
+	if ((v->keys + 1) * 2 > v->index_cap && v->keys < MAX_KEYS) {
+		size_t cap = v->index_cap ? v->index_cap * 2 : 256;
+		uint32_t *idx = calloc(cap, sizeof *idx);
+		if (!idx)
+			return -1;
+		for (size_t i = 0; i < v->nrows; i++) {
+			if (v->rows[i].what != ROW_KEY)
+				continue;
+			size_t j = hash_str(v->rows[i].label) & (cap - 1);
+			while (idx[j])
+				j = (j + 1) & (cap - 1);
+			idx[j] = (uint32_t)i + 1;
+		}
+		free(v->index);
+		v->index = idx;
+		v->index_cap = cap;
+	}
+	size_t j = hash_str(label) & (v->index_cap - 1);
+	for (; v->index[j]; j = (j + 1) & (v->index_cap - 1))
+		if (!strcmp(v->rows[v->index[j] - 1].label, label))
+			return v->index[j] - 1;
+	if (v->keys >= MAX_KEYS) {
+		v->keys_capped = true;
+		if (v->other < 0)
+			v->other = heat_row_new(h, v, "", ROW_OTHER);
+		return v->other;
+	}
+	long r = heat_row_new(h, v, label, ROW_KEY);
+	if (r < 0)
+		return -1;
+	if (site)
+		v->rows[r].site = *site;
+	v->index[j] = (uint32_t)r + 1;
+	v->keys++;
+	return r;
+}
+
+long heat_row_of_stack(struct heat *h, uint64_t stack)
+{
+	if ((h->nstacks + 1) * 2 > h->stacks_cap) {
+		size_t cap = h->stacks_cap ? h->stacks_cap * 2 : 256;
+		struct stack_row *t = calloc(cap, sizeof *t);
+		if (!t)
+			return -1;
+		for (size_t i = 0; i < h->stacks_cap; i++) {
+			if (!h->stacks[i].row)
+				continue;
+			size_t j = (h->stacks[i].stack * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+			while (t[j].row)
+				j = (j + 1) & (cap - 1);
+			t[j] = h->stacks[i];
+		}
+		free(h->stacks);
+		h->stacks = t;
+		h->stacks_cap = cap;
+	}
+	size_t j = (stack * 0x9e3779b97f4a7c15ull >> 20) & (h->stacks_cap - 1);
+	for (; h->stacks[j].row; j = (j + 1) & (h->stacks_cap - 1))
+		if (h->stacks[j].stack == stack)
+			return h->stacks[j].row - 1;
+	const struct wsp_frame *frames;
+	size_t n = stack ? wsp_syms_stack(h->l.syms, h->l.trace, stack, &frames) : 0;
+	char label[1024];
+	long r = heat_row_of_key(h, &h->views[WSP_HEAT_BY_CALLSITE], n ? wsp_frame_label(&frames[0], label, sizeof label) : "(no stack)",
+			    n ? &frames[0] : NULL);
+	if (r < 0)
+		return -1;
+	h->stacks[j] = (struct stack_row){ stack, (uint32_t)r + 1 };
+	h->nstacks++;
+	return r;
+}
+
+long heat_row_of_name(struct heat *h, const struct wsp_block *b)
+{
+	struct view *v = &h->views[WSP_HEAT_BY_NAME];
+	const struct wsp_ann_state *a = wsp_model_ann(h->l.model, b);
+	if (a && a->name && a->name[0])
+		return heat_row_of_key(h, v, a->name, NULL);
+	if (v->unnamed < 0)
+		v->unnamed = heat_row_new(h, v, "(unnamed memory)", ROW_UNNAMED);
+	return v->unnamed;
+}
+
+/* The first band ending after addr. */
+static size_t band_after(const struct view *v, uint64_t addr)
+{
+	size_t lo = 0, hi = v->nrows;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v->rows[mid].hi <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Lay the bands out for the view range asked for. @return 0 or -ENOMEM. */
+static int address_rows(struct heat *h, struct view *v)
+{
+	const struct wsp_heatmap_options *o = h->opt;
+	int err = spans_flush(&h->spans);
+	size_t n = 0;
+	struct span *seg = err ? NULL : layout_segments(&h->spans, 0, UINT64_MAX, &n, &err);
+	v->nsegments = n;
+	v->segment = SIZE_MAX;
+	v->view_lo = 0;
+	v->view_hi = UINT64_MAX;
+	if (o->range_hi) {
+		v->view_lo = o->range_lo;
+		v->view_hi = o->range_hi;
+	} else if (!o->all_ranges && n > 1) {
+		bool any = false;
+		for (size_t i = 0; i < n; i++)
+			any |= seg[i].accessed > 0;
+		size_t best = 0;
+		for (size_t i = 1; i < n; i++)
+			if (any ? seg[i].accessed > seg[best].accessed : seg[i].allocated > seg[best].allocated)
+				best = i;
+		v->segment = best;
+		v->view_lo = seg[best].lo;
+		v->view_hi = seg[best].hi;
+	}
+	if (v->view_lo || v->view_hi != UINT64_MAX) {
+		free(seg);
+		seg = err ? NULL : layout_segments(&h->spans, v->view_lo, v->view_hi, &n, &err);
+	}
+	if (err || !n) {
+		free(seg);
+		return err;
+	}
+	v->band = band_size(seg, n);
+	v->gaps = calloc(n, sizeof *v->gaps);
+	if (!v->gaps)
+		err = -ENOMEM;
+	char label[32];
+	for (size_t i = 0; !err && i < n; i++) {
+		if (i)
+			v->gaps[v->ngaps++] = (struct gap){ v->nrows - 1, seg[i].lo - seg[i - 1].hi };
+		for (uint64_t b = seg[i].lo / v->band; !err && b <= (seg[i].hi - 1) / v->band; b++) {
+			uint64_t lo = b * v->band, hi = lo + v->band;
+			lo = lo < v->view_lo ? v->view_lo : lo;
+			hi = hi > v->view_hi || hi < lo ? v->view_hi : hi;
+			/* Neighbouring segments never share a band: their gap is wider than many bands. */
+			if (v->nrows && lo < v->rows[v->nrows - 1].hi)
+				lo = v->rows[v->nrows - 1].hi;
+			snprintf(label, sizeof label, "0x%llx", (unsigned long long)lo);
+			long r = heat_row_new(h, v, label, ROW_KEY);
+			if (r < 0)
+				err = -ENOMEM;
+			else
+				v->rows[r].lo = lo, v->rows[r].hi = hi;
+		}
+	}
+	free(seg);
+	return err;
+}
+
+/* ---- pass 2: filling the grid --------------------------------------------- */
+
+static size_t col_of(const struct heat *h, uint64_t t)
+{
+	if (t >= h->end_ns)
+		return h->ncols - 1;
+	return (size_t)((unsigned __int128)t * h->ncols / h->end_ns);
+}
+
+uint64_t heat_col_start(const struct heat *h, size_t c)
+{
+	return (uint64_t)((unsigned __int128)h->end_ns * c / h->ncols);
+}
+
+void heat_touch_row(struct view *v, long r, double bytes, int *err)
+{
+	if (r < 0) {
+		*err = -ENOMEM;
+		return;
+	}
+	if (v->rows[r].pending == 0) {
+		if (wsp_grow(&v->touched, &v->touched_cap, v->ntouched + 1, sizeof *v->touched)) {
+			*err = -ENOMEM;
+			return;
+		}
+		v->touched[v->ntouched++] = (size_t)r;
+	}
+	v->rows[r].pending += bytes;
+}
+
+/* Bytes of [lo, hi) into the bands they fall in. */
+void heat_bands_add(struct view *v, uint64_t lo, uint64_t hi, int *err)
+{
+	for (size_t i = band_after(v, lo); i < v->nrows && v->rows[i].lo < hi; i++) {
+		uint64_t a = v->rows[i].lo > lo ? v->rows[i].lo : lo, b = v->rows[i].hi < hi ? v->rows[i].hi : hi;
+		heat_touch_row(v, (long)i, (double)(b - a), err);
+	}
+}
+
+/* The pending bytes of every row, spread over the columns of [start, end]. */
+static void spread(struct heat *h, unsigned source, uint64_t start, uint64_t end, int *err)
+{
+	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
+		struct view *v = &h->views[by];
+		for (size_t k = 0; k < v->ntouched; k++) {
+			struct hrow *r = &v->rows[v->touched[k]];
+			double bytes = r->pending;
+			r->pending = 0;
+			if (!r->accessed[source] && !(r->accessed[source] = calloc(h->ncols, sizeof(double)))) {
+				*err = -ENOMEM;
+				continue;
+			}
+			if (end <= start) {
+				r->accessed[source][col_of(h, end)] += bytes;
+				continue;
+			}
+			for (size_t c = col_of(h, start); c <= col_of(h, end - 1); c++) {
+				uint64_t a = heat_col_start(h, c), b = c + 1 == h->ncols ? h->end_ns : heat_col_start(h, c + 1);
+				a = a > start ? a : start;
+				b = b < end ? b : end;
+				if (b > a)
+					r->accessed[source][c] += bytes * (double)(b - a) / (double)(end - start);
+			}
+		}
+		v->ntouched = 0;
+	}
+}
+
+/* Bytes of a window that a block freed during it held, and no live block
+ * holds now: to the freed block's rows (its name is gone with it). */
+static void split_departed(const struct wsp_block *b, uint64_t bytes, void *arg)
+{
+	struct heat *h = arg;
+	if (b->excluded || !kind_wanted(h->opt->kind, b->kind) || !b->size)
+		return;
+	double w = (double)wsp_model_block_bytes(h->l.model, b) / (double)b->size * (double)bytes;
+	if (h->views[WSP_HEAT_BY_CALLSITE].wanted) {
+		long r = heat_row_of_stack(h, b->stack);
+		if (r < 0)
+			h->err = -ENOMEM;
+		else
+			heat_touch_row(&h->views[WSP_HEAT_BY_CALLSITE], r, w, &h->err);
+	}
+	if (h->views[WSP_HEAT_BY_NAME].wanted) {
+		uint32_t r;
+		heat_unnamed_row(h, &r);
+		if (!h->err)
+			heat_touch_row(&h->views[WSP_HEAT_BY_NAME], (long)r, w, &h->err);
+	}
+}
+
+static int add_access(struct heat *h, unsigned source, uint64_t start, uint64_t end, const wsprof_region *regions,
+		      size_t n)
+{
+	if (source >= SOURCES)
+		return 0; /* a source of a later version */
+	int err = heat_needs_index(h) ? heat_index_rebuild(h) : 0;
+	/* A window (not a moment) also saw the blocks freed during it. */
+	bool window = wsp_access_is_window(source, end - start);
+	for (size_t i = 0; !err && i < n; i++) {
+		uint64_t hi = regions[i].addr + regions[i].len;
+		heat_split_region(h, regions[i].addr, hi < regions[i].addr ? UINT64_MAX : hi, &err);
+		if (!err && window && heat_needs_index(h))
+			err = wsp_model_each_departed(h->l.model, start, end, regions[i].addr, regions[i].len,
+						      split_departed, h);
+		err = err ? err : h->err;
+	}
+	spread(h, source, start, end, &err);
+	return err;
+}
+
+static void sample_block(const struct wsp_block *b, void *arg)
+{
+	struct heat *h = arg;
+	if (h->err || b->excluded || !kind_wanted(h->opt->kind, b->kind) || !b->size)
+		return;
+	double w = h->live_weight;
+	size_t c = h->live_col;
+	struct view *va = &h->views[WSP_HEAT_BY_ADDRESS];
+	if (va->wanted && (h->opt->kind >= 0 || !inside_another(b))) {
+		uint64_t lo = wsp_block_addr(b), hi = lo + b->size;
+		for (size_t i = band_after(va, lo); i < va->nrows && va->rows[i].lo < hi; i++) {
+			uint64_t p = va->rows[i].lo > lo ? va->rows[i].lo : lo, q = va->rows[i].hi < hi ? va->rows[i].hi : hi;
+			va->rows[i].live[c] += (double)(q - p) * w;
+		}
+	}
+	long r;
+	if (h->views[WSP_HEAT_BY_CALLSITE].wanted) {
+		if ((r = heat_row_of_stack(h, b->stack)) < 0)
+			h->err = -ENOMEM;
+		else
+			h->views[WSP_HEAT_BY_CALLSITE].rows[r].live[c] += (double)wsp_model_block_bytes(h->l.model, b) * w;
+	}
+	if (h->views[WSP_HEAT_BY_NAME].wanted) {
+		if ((r = heat_row_of_name(h, b)) < 0)
+			h->err = -ENOMEM;
+		else
+			h->views[WSP_HEAT_BY_NAME].rows[r].live[c] += (double)wsp_model_block_bytes(h->l.model, b) * w;
+	}
+}
+
+static void warn_status(const char *path, const wsprof_trace_status *st)
+{
+	if (st->error == WSPROF_E_TRUNCATED)
+		fprintf(stderr, "wsprof: warning: %s is truncated (no footer: the program was killed or is still running); "
+			"this heatmap covers its %llu complete chunks\n", path, (unsigned long long)st->chunks);
+	else if (st->error)
+		fprintf(stderr, "wsprof: warning: %s: %s after %llu chunks; this heatmap covers what came before\n", path,
+			wsprof_strerror(st->error), (unsigned long long)st->chunks);
+}
+
+/* Pass 1: the time span, the access window, the address ranges; event by
+ * event, as a follower of the report's load or of a pass of its own. */
+int heat_first_event(void *arg, wsprof_trace *t, const wsprof_event *ev)
+{
+	struct heat *h = arg;
+	if (!h->first_seen) {
+		h->first_seen = true;
+		h->window_ns = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
+	}
+	bool ranges = h->views[WSP_HEAT_BY_ADDRESS].wanted;
+	int kind = h->opt->kind, err = 0;
+	h->last_ns = ev->time_ns > h->last_ns ? ev->time_ns : h->last_ns;
+	if (ev->type == WSPROF_EV_ALLOC && ranges && kind_wanted(kind, ev->kind)) {
+		uint64_t hi = ev->addr + ev->size < ev->addr ? UINT64_MAX : ev->addr + ev->size;
+		err = spans_add(&h->spans, ev->addr, hi, 0, (double)ev->size);
+	} else if (ev->type == WSPROF_EV_ACCESS) {
+		h->access = true;
+		if (!h->window_ns || ev->size > h->window_ns)
+			h->window_ns = ev->size;
+		for (size_t i = 0; ranges && !err && i < ev->nregions; i++) {
+			uint64_t lo = ev->regions[i].addr, hi = lo + ev->regions[i].len < lo ? UINT64_MAX : lo + ev->regions[i].len;
+			err = kind >= 0 ? spans_weigh(&h->spans, lo, hi) : spans_add(&h->spans, lo, hi, (double)(hi - lo), 0);
+		}
+	} else if (ev->type == WSPROF_EV_ANNOTATE && ev->op == WSPROF_ANN_NAME) {
+		h->names = true;
+	} else if (ev->type == WSPROF_EV_ANNOTATE && ev->op == WSPROF_ANN_TOUCH) {
+		h->access = true;
+		uint64_t len = ev->size ? ev->size : 1;
+		if (ranges)
+			err = kind >= 0 ? spans_weigh(&h->spans, ev->addr, ev->addr + len)
+					: spans_add(&h->spans, ev->addr, ev->addr + len, (double)len, 0);
+	}
+	return err < 0 ? err : 0;
+}
+
+/* The columns, and the address rows the ranges make. */
+int heat_first_end(void *arg, wsprof_trace *t)
+{
+	struct heat *h = arg;
+	wsprof_trace_status st;
+	wsprof_trace_get_status(t, &st);
+	if (!h->l.borrowed) /* a load that was followed has warned already */
+		warn_status(h->path, &st);
+	h->end_ns = st.end_time_ns > h->last_ns ? st.end_time_ns : h->last_ns;
+	if (!h->end_ns)
+		h->end_ns = 1;
+	/* A column a window at least, so a column is never a fraction of one sample. */
+	uint64_t cols = h->access && h->window_ns ? (h->end_ns + h->window_ns - 1) / h->window_ns : WSP_HEAT_COLUMNS;
+	h->ncols = cols < 1 ? 1 : cols > WSP_HEAT_COLUMNS ? WSP_HEAT_COLUMNS : (size_t)cols;
+	h->col_s = (double)h->end_ns / 1e9 / (double)h->ncols;
+	int err = h->views[WSP_HEAT_BY_ADDRESS].wanted ? address_rows(h, &h->views[WSP_HEAT_BY_ADDRESS]) : 0;
+	spans_free(&h->spans);
+	return err ? -ENOMEM : 0;
+}
+
+/* Sample k is taken at the middle of its share of the run. */
+static uint64_t sample_at(const struct heat *h, size_t k)
+{
+	return (uint64_t)(((unsigned __int128)h->end_ns * (2 * k + 1)) / (2 * h->samples));
+}
+
+/* Pass 2: the model replayed, the grid filled. Its model is the heatmap's
+ * own; the trace and symbols, in the full report, the report's. */
+static int second_begin(struct heat *h, wsprof_trace *t)
+{
+	struct wsp_loaded *l = &h->l;
+	h->second_seen = true;
+	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(t)->sample_bytes });
+	if (!l->borrowed && h->views[WSP_HEAT_BY_CALLSITE].wanted && !(l->syms = wsp_syms_new(stderr)))
+		return -ENOMEM;
+	if (!l->model)
+		return -ENOMEM;
+	h->per_col = LIVE_SAMPLES / h->ncols ? LIVE_SAMPLES / h->ncols : 1;
+	h->samples = h->per_col * h->ncols;
+	h->live_weight = 1.0 / (double)h->per_col;
+	h->stale = true;
+	return 0;
+}
+
+int heat_second_event(void *arg, wsprof_trace *t, const wsprof_event *ev)
+{
+	struct heat *h = arg;
+	struct wsp_loaded *l = &h->l;
+	int err = h->second_seen ? 0 : second_begin(h, t);
+	for (; !err && h->next < h->samples && ev->time_ns > sample_at(h, h->next) && !h->err; h->next++) {
+		h->live_col = h->next / h->per_col;
+		wsp_model_each_live(l->model, sample_block, h);
+	}
+	err = err ? err : h->err ? h->err : wsp_model_apply(l->model, t, ev);
+	if (!err && !l->borrowed && l->syms && (ev->type == WSPROF_EV_ALLOC || ev->type == WSPROF_EV_FAIL))
+		err = wsp_syms_note_stack(l->syms, t, ev->stack);
+	if (err)
+		return err < 0 ? err : -EIO;
+	heat_follow(h, ev);
+	if (ev->type == WSPROF_EV_ACCESS) {
+		uint64_t start = ev->time_ns > ev->size ? ev->time_ns - ev->size : 0;
+		err = add_access(h, ev->op, start, ev->time_ns, ev->regions, ev->nregions);
+	} else if (ev->type == WSPROF_EV_ANNOTATE && ev->op == WSPROF_ANN_TOUCH) {
+		const wsprof_region r = { ev->addr, ev->size ? ev->size : 1 };
+		err = add_access(h, WSPROF_ACCESS_ANNOTATED, ev->time_ns, ev->time_ns, &r, 1);
+	}
+	return err < 0 ? err : 0;
+}
+
+static int finish_view(struct heat *h, struct view *v);
+
+int heat_second_end(void *arg, wsprof_trace *t)
+{
+	struct heat *h = arg;
+	struct wsp_loaded *l = &h->l;
+	int err = h->second_seen ? 0 : second_begin(h, t);
+	if (!err && !h->err)
+		err = wsp_model_finish(l->model);
+	for (; err >= 0 && h->next < h->samples && !h->err; h->next++) {
+		h->live_col = h->next / h->per_col;
+		wsp_model_each_live(l->model, sample_block, h);
+	}
+	err = err < 0 ? err : h->err;
+	if (!l->borrowed)
+		wsprof_trace_get_status(t, &l->status);
+	for (int by = 0; by < WSP_HEAT_BY_COUNT && !err; by++)
+		if (h->views[by].wanted && finish_view(h, &h->views[by]))
+			err = -ENOMEM;
+	return err;
+}
+
+/* ---- finishing: the colour, the rows kept --------------------------------- */
+
+static void row_values(struct heat *h, struct view *v, struct hrow *r)
+{
+	r->accessed_bytes = r->live_seconds = r->peak = 0;
+	for (size_t c = 0; c < h->ncols; c++) {
+		double most = 0;
+		for (int s = 0; s < SOURCES; s++)
+			if (r->accessed[s] && r->accessed[s][c] > most)
+				most = r->accessed[s][c];
+		r->accessed_bytes += most;
+		r->live_seconds += r->live[c] * h->col_s;
+		r->value[c] = v->access ? most / h->col_s : r->live[c];
+		if (r->value[c] > r->peak)
+			r->peak = r->value[c];
+	}
+}
+
+static void row_free(struct hrow *r)
+{
+	free(r->label);
+	for (int s = 0; s < SOURCES; s++)
+		free(r->accessed[s]);
+	free(r->live);
+	free(r->value);
+}
+
+/* Add r's figures into into. @return 0 or -ENOMEM. */
+static int row_fold(struct heat *h, struct hrow *into, const struct hrow *r)
+{
+	for (int s = 0; s < SOURCES; s++) {
+		if (!r->accessed[s])
+			continue;
+		if (!into->accessed[s] && !(into->accessed[s] = calloc(h->ncols, sizeof(double))))
+			return -ENOMEM;
+		for (size_t c = 0; c < h->ncols; c++)
+			into->accessed[s][c] += r->accessed[s][c];
+	}
+	for (size_t c = 0; c < h->ncols; c++)
+		into->live[c] += r->live[c];
+	return 0;
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+	const struct hrow *x = a, *y = b;
+	if (x->what != y->what)
+		return x->what < y->what ? -1 : 1;
+	if (x->accessed_bytes != y->accessed_bytes)
+		return x->accessed_bytes > y->accessed_bytes ? -1 : 1;
+	if (x->live_seconds != y->live_seconds)
+		return x->live_seconds > y->live_seconds ? -1 : 1;
+	return strcmp(x->label, y->label);
+}
+
+/* Keep the top rows by bytes accessed (live bytes over time without
+ * accesses), the rest folded into "other"; drop rows with nothing. */
+static int keep_top(struct heat *h, struct view *v, size_t top)
+{
+	qsort(v->rows, v->nrows, sizeof *v->rows, cmp_rank);
+	free(v->index);
+	v->index = NULL;
+	size_t keep = 0, folded = 0;
+	struct hrow other = { 0 };
+	for (size_t i = 0; i < v->nrows; i++) {
+		struct hrow *r = &v->rows[i];
+		bool empty = !r->accessed_bytes && !r->live_seconds;
+		if (r->what == ROW_KEY && !empty)
+			v->ranked++;
+		if (r->what == ROW_UNNAMED || (r->what == ROW_KEY && keep < top && !empty)) {
+			if (!empty)
+				v->rows[keep++] = *r;
+			else
+				row_free(r);
+			continue;
+		}
+		if (!empty) {
+			if (!other.live && !(other.live = calloc(h->ncols, sizeof(double))))
+				return -ENOMEM;
+			if (row_fold(h, &other, r))
+				return -ENOMEM;
+			folded += r->what == ROW_KEY;
+		}
+		row_free(r);
+	}
+	v->nrows = keep;
+	if (other.live) {
+		/* "other" before "unnamed", which sorts last. */
+		size_t at = keep && v->rows[keep - 1].what == ROW_UNNAMED ? keep - 1 : keep;
+		char label[96];
+		if (v->keys_capped)
+			snprintf(label, sizeof label, "(%zu+ other %s)", folded, v->by == WSP_HEAT_BY_NAME ? "names" : "sites");
+		else
+			snprintf(label, sizeof label, "(%zu other %s)", folded, v->by == WSP_HEAT_BY_NAME ? "names" : "sites");
+		other.label = strdup(label);
+		other.what = ROW_OTHER;
+		other.value = calloc(h->ncols, sizeof(double));
+		if (!other.label || !other.value) {
+			row_free(&other);
+			return -ENOMEM;
+		}
+		memmove(v->rows + at + 1, v->rows + at, (v->nrows - at) * sizeof *v->rows);
+		v->rows[at] = other;
+		v->nrows++;
+		row_values(h, v, &v->rows[at]);
+	}
+	return 0;
+}
+
+/* The top of the colour scale: the largest cell rounded up to a heat_figure
+ * that reads well on the colour bar, with its half (300 MiB/s, 16 KiB). */
+static double nice_ceiling(double v)
+{
+	if (!(v > 0))
+		return 1;
+	double unit = 1;
+	while (v / unit >= 1000)
+		unit *= 1024;
+	double m = v / unit, p = pow(10, floor(log10(m))), two = pow(2, ceil(log2(m) - 1e-12)), best = 10 * p;
+	static const double steps[] = { 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 };
+	for (size_t i = 0; i < sizeof steps / sizeof *steps && best == 10 * p; i++)
+		if (steps[i] * p >= m * (1 - 1e-12))
+			best = steps[i] * p;
+	return (two < best ? two : best) * unit; /* 16 KiB, 256 MiB/s read well too */
+}
+
+static int finish_view(struct heat *h, struct view *v)
+{
+	v->access = false;
+	for (size_t i = 0; i < v->nrows; i++)
+		for (int s = 0; s < SOURCES; s++)
+			for (size_t c = 0; v->rows[i].accessed[s] && c < h->ncols; c++)
+				if (v->rows[i].accessed[s][c] > 0) {
+					v->access = true;
+					v->sources |= 1u << s;
+					break;
+				}
+	for (size_t i = 0; i < v->nrows; i++) {
+		if (!(v->rows[i].value = calloc(h->ncols, sizeof(double))))
+			return -ENOMEM;
+		row_values(h, v, &v->rows[i]);
+	}
+	if (v->by != WSP_HEAT_BY_ADDRESS && keep_top(h, v, h->opt->top ? h->opt->top : DEFAULT_TOP))
+		return -ENOMEM;
+	v->max = 0;
+	for (size_t i = 0; i < v->nrows; i++)
+		v->max = v->rows[i].peak > v->max ? v->rows[i].peak : v->max;
+	v->scale = nice_ceiling(v->max);
+	return 0;
+}
+
+void heat_free(struct heat *h)
+{
+	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
+		struct view *v = &h->views[by];
+		for (size_t i = 0; i < v->nrows; i++)
+			row_free(&v->rows[i]);
+		free(v->rows);
+		free(v->index);
+		free(v->touched);
+		free(v->gaps);
+	}
+	spans_free(&h->spans);
+	free(h->index.v);
+	free(h->stacks);
+	wsp_loaded_free(&h->l);
+}
+
+void heat_init(struct heat *h, const char *path, const struct wsp_heatmap_options *opt)
+{
+	memset(h, 0, sizeof *h);
+	h->opt = opt;
+	h->path = path;
+	h->l.path = path;
+	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
+		h->views[by].by = (enum wsp_heat_by)by;
+		h->views[by].wanted = opt->views >> by & 1;
+		h->views[by].other = h->views[by].unnamed = -1;
+	}
+}
+
+/* Both passes and the finished views, over passes of its own: the second
+ * keeps its reader, for the stacks the rows are named after. @return 0,
+ * or 1 after a one-line error. */
+int heat_compute(struct heat *h, const char *path, const struct wsp_heatmap_options *opt)
+{
+	heat_init(h, path, opt);
+	struct wsp_follower first = { heat_first_event, heat_first_end, h };
+	if (wsp_follow(path, &first, 1))
+		goto fail;
+	int err = wsprof_trace_open(path, &h->l.trace);
+	if (err < 0) {
+		fprintf(stderr, "wsprof: %s: %s\n", path, wsprof_strerror(err));
+		goto fail;
+	}
+	wsprof_event ev;
+	while ((err = wsprof_trace_next(h->l.trace, &ev)) > 0 && !(err = heat_second_event(h, h->l.trace, &ev)))
+		;
+	if (err >= 0)
+		err = heat_second_end(h, h->l.trace);
+	if (!err)
+		return 0;
+	fprintf(stderr, "wsprof: %s: %s\n", path, err == -ENOMEM ? "out of memory" : wsprof_strerror(err));
+fail:
+	heat_free(h);
+	return 1;
+}
+

@@ -1,0 +1,190 @@
+/*
+ * heatgrid.h - the heatmaps' grid (the model's side of heatmap.h): what
+ * heatgrid.c computes in two passes over a trace, and heatindex.c's index
+ * of live blocks it uses, for draw/heatmap.c to draw and text/heattext.c
+ * to print. Internal to the heatmaps: heatmap.h is the interface.
+ */
+#ifndef WSP_HEATGRID_H
+#define WSP_HEATGRID_H
+
+#include "heatmap.h"
+
+#include "analyzer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MAX_ADDRESS_ROWS 160
+#define MAX_SEPARATORS 12
+#define MAX_KEYS 2048       /* sites or names with a row of their own; the rest go to "other" */
+#define DEFAULT_TOP 30
+#define MAX_TOP 45          /* rows a page shows readably */
+#define SPANS_CAP 4096
+#define LIVE_SAMPLES 300    /* live-set samples over the whole run, at least one a column */
+#define PAGE 4096u
+#define MIN_GAP (64u << 10) /* a gap worth a separator: smaller ones stay in their span */
+#define SOURCES WSPROF_ACCESS_SOURCE_COUNT
+#define LEVELS 64           /* colour steps drawn */
+
+
+extern const char *const wsp_heat_by_names[WSP_HEAT_BY_COUNT];
+
+/* ---- kinds ---------------------------------------------------------------- */
+
+/* Kinds whose blocks lie at addresses memory is accessed at: not CUDA VMM
+ * physical allocations (handles) nor address space only reserved. */
+static inline bool has_addresses(unsigned kind)
+{
+	return kind != WSPROF_KIND_CUDA_VMM && !wsp_kind_is_reservation(kind);
+}
+
+static inline bool kind_wanted(int kind, unsigned k)
+{
+	return kind >= 0 ? k == (unsigned)kind : has_addresses(k);
+}
+
+/* Pool sub-allocations and registered host ranges lie inside other
+ * blocks: by address their bytes would count twice. */
+static inline bool inside_another(const struct wsp_block *b)
+{
+	return b->kind == WSPROF_KIND_POOL || b->addr >> 62 == 1;
+}
+
+
+/* ---- pass 1: the address ranges ever live or accessed --------------------- */
+
+struct span {
+	uint64_t lo, hi;
+	double accessed, allocated;
+};
+
+struct spans {
+	struct span *v, *pending, *merged;
+	size_t n, cap, npending, pending_cap, merged_cap;
+};
+
+/* ---- rows ----------------------------------------------------------------- */
+
+enum row_what { ROW_KEY, ROW_OTHER, ROW_UNNAMED };
+
+struct hrow {
+	char *label;
+	struct wsp_frame site;      /* by call site: the first frame outside the allocator */
+	uint64_t lo, hi;            /* by address: the band */
+	enum row_what what;
+	double *accessed[SOURCES];  /* bytes per column, NULL while a source has none here */
+	double *live;               /* live bytes per column: mean of its samples */
+	double *value;              /* what the colour shows, per column (when finished) */
+	double pending;             /* bytes of the access sample being split */
+	double accessed_bytes, live_seconds, peak;
+};
+
+struct view {
+	enum wsp_heat_by by;
+	bool wanted;
+	struct hrow *rows;
+	size_t nrows, cap;
+	uint32_t *index;            /* by key: hash of the label -> row + 1 */
+	size_t index_cap;
+	size_t keys;                /* rows of their own */
+	bool keys_capped;           /* more keys than MAX_KEYS: the rest are in "other" */
+	long other, unnamed;        /* those rows, or -1 */
+	size_t ranked;              /* keys in all, before the top ones were kept */
+	size_t *touched;            /* rows with bytes pending */
+	size_t ntouched, touched_cap;
+	/* by address */
+	uint64_t band, view_lo, view_hi;
+	struct gap {
+		size_t below;           /* the row under it */
+		uint64_t bytes;
+	} *gaps;
+	size_t ngaps;
+	size_t nsegments, segment;  /* spans of the whole address space; the one shown, or SIZE_MAX */
+	/* finished */
+	bool access;
+	unsigned sources;           /* bits (1 << source) with samples in these rows */
+	double max, scale;          /* the largest cell, and the top of the colour scale */
+};
+
+/* The live blocks by address, for splitting accesses among them: a treap
+ * (keyed by start) per layer of blocks that never overlap one another;
+ * a pool sub-allocation lies inside a block of another layer. */
+enum layer { LAYER_MEMORY, LAYER_POOL, LAYER_REGISTERED, LAYER_MAPPED, LAYERS };
+
+struct node {
+	uint64_t lo, hi;
+	uint32_t row[WSP_HEAT_BY_COUNT];
+	uint32_t prio, left, right; /* children: node + 1, 0 for none; a free node's left chains the free ones */
+	float weight;               /* a byte of it counts this much to its rows: 1/p in a sampled heap */
+};
+
+struct index {
+	struct node *v;
+	size_t n, cap;
+	uint32_t free, root[LAYERS];
+	uint32_t seed;
+};
+
+struct heat {
+	const struct wsp_heatmap_options *opt;
+	const char *path;
+	struct wsp_loaded l;        /* the second pass */
+	struct view views[WSP_HEAT_BY_COUNT];
+	uint64_t end_ns;            /* the time axis runs from 0 to here */
+	size_t ncols;
+	double col_s;
+	bool names;                 /* some block was named */
+	struct spans spans;
+	/* Followed event by event; built again from the model when stale (a
+	 * change too intricate to follow: mmap ranges cut, a failed realloc,
+	 * a pool reset, a stream-ordered free). */
+	struct index index;
+	bool stale;
+	struct stack_row {
+		uint64_t stack;
+		uint32_t row;
+	} *stacks;                  /* hash: stack -> call-site row */
+	size_t nstacks, stacks_cap;
+	size_t live_col;            /* the column the live sample being taken goes to */
+	double live_weight;         /* 1 / samples per column */
+	int err;
+	/* Where each pass has got. */
+	bool first_seen, access, second_seen;
+	uint64_t window_ns, last_ns;
+	size_t per_col, samples, next;
+};
+
+
+/* The grid's life (heatgrid.c). */
+void heat_init(struct heat *h, const char *path, const struct wsp_heatmap_options *opt);
+int heat_compute(struct heat *h, const char *path, const struct wsp_heatmap_options *opt);
+void heat_free(struct heat *h);
+int heat_first_event(void *arg, wsprof_trace *t, const wsprof_event *ev);
+int heat_first_end(void *arg, wsprof_trace *t);
+int heat_second_event(void *arg, wsprof_trace *t, const wsprof_event *ev);
+int heat_second_end(void *arg, wsprof_trace *t);
+uint64_t heat_col_start(const struct heat *h, size_t c);
+
+long heat_row_new(struct heat *h, struct view *v, const char *label, enum row_what what);
+long heat_row_of_key(struct heat *h, struct view *v, const char *label, const struct wsp_frame *site);
+
+/* The index of live blocks (heatindex.c), followed event by event. */
+void heat_unnamed_row(struct heat *h, uint32_t *row);
+int heat_index_rebuild(struct heat *h);
+void heat_follow(struct heat *h, const wsprof_event *ev);
+bool heat_needs_index(const struct heat *h);
+void heat_split_region(struct heat *h, uint64_t lo, uint64_t hi, int *err);
+long heat_row_of_stack(struct heat *h, uint64_t stack);
+long heat_row_of_name(struct heat *h, const struct wsp_block *b);
+void heat_touch_row(struct view *v, long r, double bytes, int *err);
+void heat_bands_add(struct view *v, uint64_t lo, uint64_t hi, int *err);
+
+/* Words shared by the pages and the text (heattext.c). */
+const char *heat_sources_text(unsigned bits, char *buf, size_t cap);
+const char *heat_figure(char *buf, size_t cap, double v, bool rate);
+const char *heat_view_title(const struct view *v, char *buf, size_t cap);
+const char *heat_view_note(const struct heat *h, const struct view *v, char *buf, size_t cap);
+const char *heat_colour_words(const struct view *v, char *buf, size_t cap);
+
+#endif
