@@ -126,7 +126,7 @@ test)
 	awk -v p="$passed" -v f0="$failed" 'FNR == 1 { f0 += dead > f ? dead : f; dead = f = 0 }
 	     /Synthesis: Tested:/ { p += $7; f += $10 + $13 }
 	     /^(Fail|Timeout):/ { dead += $2 }
-	     /^\[SKIP\] / { s++ }
+	     /^\[SKIP\] / && !/Test is disabled/ { s++ } # not "disabled": filtered out by --filter
 	     /^Skipped:/ { s += $2 }
 	     END { f0 += dead > f ? dead : f; printf "%d passed, %d failed, %d skipped\n", p, f0, s }' "$@"
 	exit $status
