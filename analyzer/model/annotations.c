@@ -1,0 +1,377 @@
+/*
+ * annotations.c - what the program says about its blocks (names,
+ * holders, valid and invalid copies, touches, pools, phases) kept beside
+ * the model's blocks, and the order of blocks by address that finds the
+ * block an interior pointer points into (model.h).
+ */
+#include "model_internal.h"
+
+#include "grow.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- blocks by address order (interior pointers) ------------------------ */
+
+static uint32_t treap_rand(struct treap *t)
+{
+	t->seed = t->seed * 1103515245u + 12345u;
+	return t->seed >> 1;
+}
+
+static uint32_t treap_rotate_insert(struct treap *t, uint32_t at, uint32_t node)
+{
+	if (!at)
+		return node;
+	struct treap_node *a = &t->v[at - 1];
+	if (t->v[node - 1].key < a->key) {
+		a->left = treap_rotate_insert(t, a->left, node);
+		if (t->v[a->left - 1].prio > a->prio) {
+			uint32_t l = a->left;
+			a->left = t->v[l - 1].right;
+			t->v[l - 1].right = at;
+			return l;
+		}
+	} else {
+		a->right = treap_rotate_insert(t, a->right, node);
+		if (t->v[a->right - 1].prio > a->prio) {
+			uint32_t r = a->right;
+			a->right = t->v[r - 1].left;
+			t->v[r - 1].left = at;
+			return r;
+		}
+	}
+	return at;
+}
+
+int model_treap_insert(struct treap *t, uint64_t key)
+{
+	uint32_t node = t->free_list;
+	if (node) {
+		t->free_list = t->v[node - 1].left;
+	} else {
+		if (wsp_grow(&t->v, &t->cap, t->n + 1, sizeof *t->v))
+			return -ENOMEM;
+		node = (uint32_t)++t->n;
+	}
+	t->v[node - 1] = (struct treap_node){ key, 0, 0, treap_rand(t) };
+	t->root = treap_rotate_insert(t, t->root, node);
+	return 0;
+}
+
+static uint32_t treap_join(struct treap *t, uint32_t a, uint32_t b)
+{
+	if (!a || !b)
+		return a ? a : b;
+	if (t->v[a - 1].prio > t->v[b - 1].prio) {
+		t->v[a - 1].right = treap_join(t, t->v[a - 1].right, b);
+		return a;
+	}
+	t->v[b - 1].left = treap_join(t, a, t->v[b - 1].left);
+	return b;
+}
+
+uint32_t model_treap_erase(struct treap *t, uint32_t at, uint64_t key)
+{
+	if (!at)
+		return 0;
+	struct treap_node *a = &t->v[at - 1];
+	if (key < a->key) {
+		a->left = model_treap_erase(t, a->left, key);
+	} else if (key > a->key) {
+		a->right = model_treap_erase(t, a->right, key);
+	} else {
+		uint32_t joined = treap_join(t, a->left, a->right);
+		a->left = t->free_list;
+		t->free_list = at;
+		return joined;
+	}
+	return at;
+}
+
+/* The least key not below x, or 0. */
+uint64_t model_treap_ceil(const struct treap *t, uint64_t x)
+{
+	uint64_t best = 0;
+	for (uint32_t at = t->root; at;) {
+		const struct treap_node *a = &t->v[at - 1];
+		if (a->key >= x) {
+			best = a->key;
+			at = a->left;
+		} else {
+			at = a->right;
+		}
+	}
+	return best;
+}
+
+/* The greatest key not above x, or 0. */
+uint64_t model_treap_floor(const struct treap *t, uint64_t x)
+{
+	uint64_t best = 0;
+	for (uint32_t at = t->root; at;) {
+		const struct treap_node *a = &t->v[at - 1];
+		if (a->key <= x) {
+			best = a->key;
+			at = a->right;
+		} else {
+			at = a->left;
+		}
+	}
+	return best;
+}
+
+/* Memory blocks and pool blocks each have a treap; other name spaces none. */
+struct treap *model_treap_of(struct wsp_model *m, uint64_t key)
+{
+	if (!m->ordered)
+		return NULL;
+	unsigned space = (unsigned)(key >> 62);
+	return space == 0 ? &m->by_addr[0] : space == 3 ? &m->by_addr[1] : NULL;
+}
+
+/* ---- annotations: names, holders, validity -------------------------------- */
+
+struct ann *model_ann_find(const struct wsp_model *m, uint64_t key)
+{
+	if (!m->ann_cap)
+		return NULL;
+	for (size_t i = hash64(key, m->ann_cap); m->anns[i].key; i = (i + 1) & (m->ann_cap - 1))
+		if (m->anns[i].key == key)
+			return &m->anns[i];
+	return NULL;
+}
+
+static struct ann *ann_make(struct wsp_model *m, struct wsp_block *b)
+{
+	struct ann *a = model_ann_find(m, b->addr);
+	if (a)
+		return a;
+	if ((m->ann_used + 1) * 2 > m->ann_cap) {
+		size_t cap = m->ann_cap ? m->ann_cap * 2 : 256;
+		struct ann *t = calloc(cap, sizeof *t);
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < m->ann_cap; i++) {
+			if (!m->anns[i].key)
+				continue;
+			size_t j = hash64(m->anns[i].key, cap);
+			while (t[j].key)
+				j = (j + 1) & (cap - 1);
+			t[j] = m->anns[i];
+			t[j].st.name = t[j].name;
+		}
+		free(m->anns);
+		m->anns = t;
+		m->ann_cap = cap;
+	}
+	size_t j = hash64(b->addr, m->ann_cap);
+	while (m->anns[j].key)
+		j = (j + 1) & (m->ann_cap - 1);
+	a = &m->anns[j];
+	*a = (struct ann){ .key = b->addr, .st.last_use_ns = b->time_ns };
+	m->ann_used++;
+	b->has_ann = true;
+	return a;
+}
+
+/* The block is going: what it held as collectable goes with it. */
+void model_ann_drop(struct wsp_model *m, const struct wsp_block *b)
+{
+	struct ann *a = model_ann_find(m, b->addr);
+	if (!a)
+		return;
+	if (a->st.collectable && !b->excluded)
+		m->kinds[b->kind].collectable_bytes -= model_weigh(m, b, b->size);
+	free(a->name);
+	size_t mask = m->ann_cap - 1, i = (size_t)(a - m->anns);
+	for (size_t j = (i + 1) & mask; m->anns[j].key; j = (j + 1) & mask) {
+		size_t home = hash64(m->anns[j].key, m->ann_cap);
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			m->anns[i] = m->anns[j];
+			m->anns[i].st.name = m->anns[i].name;
+			i = j;
+		}
+	}
+	m->anns[i].key = 0;
+	m->ann_used--;
+}
+
+/* In use: held, valid, or never said otherwise. */
+static void ann_settle(struct wsp_model *m, const struct wsp_block *b, struct ann *a, uint64_t time)
+{
+	bool collectable = a->st.annotated && a->st.refs <= 0 && a->st.validity != WSP_VALIDITY_VALID;
+	if (collectable == a->st.collectable)
+		return;
+	a->st.collectable = collectable;
+	if (b->excluded)
+		return;
+	struct wsp_kind_stats *k = &m->kinds[b->kind];
+	if (collectable) {
+		k->collectable_bytes += model_weigh(m, b, b->size);
+	} else {
+		k->collectable_bytes -= model_weigh(m, b, b->size);
+		model_note_in_use(k, time);
+	}
+}
+
+int model_build_ordered(struct wsp_model *m)
+{
+	m->ordered = true;
+	m->by_addr[0].seed = m->by_addr[1].seed = 0x2545f491u;
+	for (size_t i = 0; i < m->heap_cap; i++) {
+		struct treap *t = m->heap_keys[i] ? model_treap_of(m, m->heap_keys[i]) : NULL;
+		if (t && model_treap_insert(t, m->heap_keys[i]))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The block an address points into: a pool sub-allocation first, then
+ * memory; exact addresses first, interior ones through the treaps (kept
+ * from the first interior pointer on). */
+static struct wsp_block *block_at(struct wsp_model *m, uint64_t addr)
+{
+	uint64_t pool_key = addr ^ 3ull << 62;
+	struct wsp_block *b = model_heap_find(m, pool_key);
+	if (!b)
+		b = model_heap_find(m, addr);
+	if (b || addr >> 62)
+		return b;
+	if (!m->ordered && model_build_ordered(m))
+		return NULL;
+	const uint64_t keys[2] = { pool_key, addr };
+	const struct treap *t[2] = { &m->by_addr[1], &m->by_addr[0] };
+	for (int i = 0; i < 2; i++) {
+		uint64_t k = model_treap_floor(t[i], keys[i]);
+		b = k && (k >> 62) == (keys[i] >> 62) ? model_heap_find(m, k) : NULL;
+		if (b && keys[i] - k < b->size)
+			return b;
+	}
+	return NULL;
+}
+
+static int phase_push(struct wsp_model *m, const wsprof_event *ev)
+{
+	unsigned depth = 0;
+	for (size_t i = 0; i < m->nphases; i++)
+		depth += m->phases[i].tid == ev->tid && !m->phases[i].end_ns;
+	if (wsp_grow(&m->phases, &m->phases_cap, m->nphases + 1, sizeof *m->phases))
+		return -ENOMEM;
+	char *name = strdup(ev->text ? ev->text : "");
+	if (!name)
+		return -ENOMEM;
+	m->phases[m->nphases++] = (struct wsp_phase){ name, ev->tid, depth, ev->time_ns, 0 };
+	return 0;
+}
+
+static void phase_pop(struct wsp_model *m, const wsprof_event *ev)
+{
+	for (size_t i = m->nphases; i-- > 0;) {
+		if (m->phases[i].tid == ev->tid && !m->phases[i].end_ns) {
+			m->phases[i].end_ns = ev->time_ns > m->phases[i].start_ns ? ev->time_ns : m->phases[i].start_ns + 1;
+			return;
+		}
+	}
+}
+
+/* Every sub-allocation of a pool is freed (NVTX heap reset). */
+static int pool_reset(struct wsp_model *m, uint64_t pool)
+{
+	uint64_t *keys = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < m->heap_cap; i++) {
+		const struct wsp_block *b = model_heap_at(m, i);
+		if (b && b->kind == WSPROF_KIND_POOL && b->origin == pool) {
+			if (wsp_grow(&keys, &cap, n + 1, sizeof *keys)) {
+				free(keys);
+				return -ENOMEM;
+			}
+			keys[n++] = b->addr;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct wsp_block *b = model_heap_find(m, keys[i]);
+		model_lose(m, b);
+		if (!b->excluded)
+			model_count_free(m, b);
+		model_heap_remove(m, b);
+	}
+	free(keys);
+	return 0;
+}
+
+int model_ensure_wss(struct wsp_model *m, wsprof_trace *t);
+
+static int touch_access(struct wsp_model *m, const wsprof_event *ev, struct wsp_block *b)
+{
+	int err = model_ensure_wss(m, NULL);
+	if (err)
+		return err;
+	uint64_t start = ev->addr, len = ev->size ? ev->size : 1;
+	if (len > b->addr + b->size - start && start >= b->addr)
+		len = b->addr + b->size - start;
+	b->last_access_ns = ev->time_ns;
+	if (len > b->accessed_bytes)
+		b->accessed_bytes = len;
+	const wsprof_region r = { start, len };
+	return wsp_wss_add(m->wss, WSPROF_ACCESS_ANNOTATED, ev->time_ns, 0, &r, 1);
+}
+
+int model_apply_annotation(struct wsp_model *m, const wsprof_event *ev)
+{
+	switch (ev->op) {
+	case WSPROF_ANN_PHASE_PUSH:
+		return phase_push(m, ev);
+	case WSPROF_ANN_PHASE_POP:
+		phase_pop(m, ev);
+		return 0;
+	case WSPROF_ANN_SNAPSHOT: {
+		char *label = strdup(ev->text ? ev->text : "");
+		if (!label || wsp_grow(&m->snapshots, &m->snapshots_cap, m->nsnapshots + 1, sizeof *m->snapshots)) {
+			free(label);
+			return -ENOMEM;
+		}
+		m->snapshots[m->nsnapshots++] = (struct wsp_snapshot){ label, ev->time_ns, ev->seq };
+		return 0;
+	}
+	case WSPROF_ANN_POOL_RESET:
+		return pool_reset(m, ev->handle);
+	}
+	struct wsp_block *b = block_at(m, ev->addr);
+	if (!b) {
+		m->unknown_annotations++;
+		return 0;
+	}
+	struct ann *a = ann_make(m, b);
+	if (!a)
+		return -ENOMEM;
+	switch (ev->op) {
+	case WSPROF_ANN_NAME: {
+		char *name = strdup(ev->text ? ev->text : "");
+		if (!name)
+			return -ENOMEM;
+		free(a->name);
+		a->name = name;
+		a->st.name = name;
+		return 0;
+	}
+	case WSPROF_ANN_ACQUIRE: a->st.refs++; a->st.annotated = true; break;
+	case WSPROF_ANN_RELEASE: a->st.refs--; a->st.annotated = true; break;
+	case WSPROF_ANN_VALID: a->st.validity = WSP_VALIDITY_VALID; a->st.annotated = true; break;
+	case WSPROF_ANN_INVALID: a->st.validity = WSP_VALIDITY_INVALID; a->st.annotated = true; break;
+	case WSPROF_ANN_TOUCH: {
+		/* An access the program reports: the source for memory wsprof cannot watch. */
+		int err = touch_access(m, ev, b);
+		if (err)
+			return err;
+		break;
+	}
+	default: return 0; /* an annotation of a later version */
+	}
+	a->st.last_use_ns = ev->time_ns;
+	ann_settle(m, b, a, ev->time_ns);
+	return 0;
+}
+

@@ -1,0 +1,177 @@
+/*
+ * model_internal.h - what the files of the model share (model.c, access.c):
+ * the model's own layout and the helpers both use. Not for views: they
+ * ask model.h.
+ */
+#ifndef WSP_MODEL_INTERNAL_H
+#define WSP_MODEL_INTERNAL_H
+
+#include "model.h"
+
+#include "departed.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct stash {
+	uint32_t tid;
+	bool used;
+	uint64_t moved;       /* the key a heap MOVE released */
+	uint64_t blocks_gone; /* counted mappings whose last piece was parked */
+	struct wsp_block *blocks;
+	size_t n, cap;
+};
+
+struct ann {
+	uint64_t key;                /* the block's key; 0: empty slot */
+	struct wsp_ann_state st;
+	char *name;
+};
+
+/* A treap of block keys: the block containing an interior pointer is the
+ * one with the greatest key not above it. */
+struct treap_node {
+	uint64_t key;
+	uint32_t left, right, prio; /* children are indexes + 1; 0: none */
+};
+struct treap {
+	struct treap_node *v;
+	size_t n, cap;
+	uint32_t root, free_list, seed;
+};
+
+/* Address ranges of one kind, sorted by addr, non-overlapping. */
+struct range_set {
+	struct wsp_block *v;
+	size_t n, cap;
+};
+
+struct caller_slot {
+	uint64_t stack;  /* 0: empty */
+	int8_t ok;
+};
+
+struct site {
+	uint64_t stack;
+	uint8_t kind;
+	uint64_t allocations, bytes, failed, temporary;
+	uint64_t accessed, coldest;  /* of its freed blocks (live ones are added at the end) */
+	uint64_t live, live_blocks, snap;
+	uint32_t snap_epoch;
+};
+
+struct serial_slot {
+	uint32_t tid;    /* 0: empty */
+	uint64_t serial; /* allocations made by the thread so far */
+};
+
+struct wsp_model {
+	struct wsp_kind_stats kinds[WSPROF_KIND_COUNT];
+	uint64_t untracked_frees, last_time;
+	uint64_t seq;                /* of the event being applied */
+
+	/* Heap blocks: a hash table of their keys (0: empty), each slot naming
+	 * a block of a dense array whose freed places are taken again first.
+	 * A probe reads a few cache lines of keys, a removal moves slots of
+	 * 12 bytes, and a block keeps its place while it lives. The table's
+	 * slot order is the order blocks are visited in. */
+	uint64_t *heap_keys;
+	uint32_t *heap_block;        /* slot -> block */
+	size_t heap_cap, heap_used;
+	struct wsp_block *blocks;
+	uint32_t *block_slot;        /* block -> slot */
+	size_t nblocks, blocks_cap;
+	uint32_t *free_blocks;       /* places freed, taken again last in first out */
+	size_t nfree_blocks;
+
+	struct range_set ranges[4];  /* mmap, CUDA VMM mappings, CUDA VMM reservations, mmap reservations */
+
+	struct wsp_device_stats *devices;
+	struct wsp_series *device_used; /* by index of devices */
+	size_t ndevices, devices_cap, device_used_cap;
+	struct wsp_series live[WSPROF_KIND_COUNT];
+	struct wsp_failure *failures;
+	size_t nfailures, failures_cap;
+
+	struct ann *anns;            /* annotation states by block key (0: empty) */
+	size_t ann_cap, ann_used;
+	bool ordered;                /* the treaps below are kept (interior pointers seen) */
+	struct treap by_addr[2];     /* memory blocks, pool blocks: for interior pointers */
+	uint64_t unknown_annotations;
+	struct wsp_phase *phases;
+	size_t nphases, phases_cap;
+	struct wsp_snapshot *snapshots;
+	size_t nsnapshots, snapshots_cap;
+
+	uint64_t wss_bucket_ns, window_ns;
+	struct wsp_wss *wss;
+	/* Blocks freed while a window that may have seen them is open
+	 * (departed.h); without totals only. windowed_end: the end of the last
+	 * window of written pages or DAMON regions. */
+	struct wsp_departed *departed;
+	uint64_t windowed_end;
+	/* The block an access sample's last region overlapped, and the bytes
+	 * of the sample in it so far: a block spanning several regions is
+	 * accessed by all of them. */
+	const struct wsp_block *note_block;
+	uint64_t note_bytes;
+	struct wsp_rss_point *rss;
+	size_t nrss, rss_cap;
+
+	struct stash *stashes;
+	size_t nstashes;
+
+	const char *const *callers;
+	struct caller_slot *ccache;
+	size_t ccache_cap, ccache_used;
+
+	bool per_stack;
+	bool totals_only;
+	struct site *sites;
+	size_t nsites, sites_cap;
+	uint32_t *site_index;        /* hash of (kind, stack) -> sites index + 1 */
+	size_t site_index_cap;
+	uint32_t epoch[WSPROF_KIND_COUNT]; /* bumped at every new peak of the kind */
+
+	struct serial_slot *serials;
+	size_t serials_cap, serials_used;
+
+	uint32_t *children;
+	size_t nchildren, children_cap;
+	char *exec_path;
+
+	uint64_t sample_bytes;       /* the trace's WSPROF_SAMPLE_BYTES; 0: all recorded */
+};
+
+static inline size_t hash64(uint64_t x, size_t cap)
+{
+	x ^= x >> 31;
+	x *= 0x7fb5d329728ea185ull;
+	x ^= x >> 27;
+	return (size_t)x & (cap - 1);
+}
+
+bool model_estimated(const struct wsp_model *m, unsigned kind);
+int model_apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev);
+int model_build_ordered(struct wsp_model *m);
+int model_ensure_wss(struct wsp_model *m, wsprof_trace *t);
+size_t model_range_first_after(const struct range_set *rs, uint64_t addr);
+struct wsp_block *model_heap_find(struct wsp_model *m, uint64_t addr);
+uint64_t model_treap_ceil(const struct treap *t, uint64_t x);
+uint64_t model_treap_floor(const struct treap *t, uint64_t x);
+uint64_t model_weigh(const struct wsp_model *m, const struct wsp_block *b, uint64_t x);
+
+int model_apply_annotation(struct wsp_model *m, const wsprof_event *ev);
+int model_treap_insert(struct treap *t, uint64_t key);
+struct ann *model_ann_find(const struct wsp_model *m, uint64_t key);
+struct treap *model_treap_of(struct wsp_model *m, uint64_t key);
+struct wsp_block *model_heap_at(const struct wsp_model *m, size_t i);
+uint32_t model_treap_erase(struct treap *t, uint32_t at, uint64_t key);
+void model_ann_drop(struct wsp_model *m, const struct wsp_block *b);
+void model_count_free(struct wsp_model *m, const struct wsp_block *b);
+void model_heap_remove(struct wsp_model *m, struct wsp_block *b);
+void model_lose(struct wsp_model *m, const struct wsp_block *b);
+void model_note_in_use(struct wsp_kind_stats *k, uint64_t time);
+
+#endif
