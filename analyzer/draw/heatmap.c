@@ -68,19 +68,9 @@ static void draw_cells(cairo_t *cr, const struct heat *h, const struct view *v, 
 	cairo_restore(cr);
 }
 
-static double nice_step(double range, int target)
-{
-	double raw = range / target, p = pow(10, floor(log10(raw)));
-	static const double mult[] = { 1, 2, 5, 10 };
-	for (int i = 0; i < 4; i++)
-		if (p * mult[i] >= raw)
-			return p * mult[i];
-	return p * 10;
-}
-
 static void draw_time_axis(cairo_t *cr, const struct heat *h, const struct frame *f)
 {
-	double end = (double)h->end_ns / 1e9, step = nice_step(end, 8);
+	double end = (double)h->end_ns / 1e9, step = wsp_tick_step(end, WSP_UNIT_SECONDS, 8);
 	char text[32];
 	cairo_save(cr);
 	cairo_set_line_width(cr, 0.6);

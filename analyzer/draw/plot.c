@@ -384,7 +384,7 @@ const char *wsp_unit_format(char *buf, size_t cap, double v, enum wsp_unit u)
 
 /* A tick step of about range/target: 1, 2 or 5 times a power of ten, or,
  * for bytes, times a power of 1024 (so ticks read 256 MiB, 512 MiB). */
-static double tick_step(double range, enum wsp_unit u, int target)
+double wsp_tick_step(double range, enum wsp_unit u, int target)
 {
 	if (!(range > 0))
 		return 1;
@@ -416,7 +416,7 @@ void wsp_chart_init(struct wsp_chart *c, cairo_t *cr, double x, double y, double
 		x1 = x0 + 1;
 	if (!(y1 > y0))
 		y1 = y0 + (yu == WSP_UNIT_BYTES ? 1024 : 1);
-	double step = tick_step(y1 - y0, yu, 5);
+	double step = wsp_tick_step(y1 - y0, yu, 5);
 	y1 = y0 + ceil((y1 - y0) / step - 1e-9) * step;
 	*c = (struct wsp_chart){ cr, x, y, w, h, x0, x1, y0, y1, xu, yu };
 }
@@ -437,7 +437,7 @@ void wsp_chart_axes(const struct wsp_chart *c, const char *title, const char *xl
 	char label[64];
 	cairo_save(cr);
 	cairo_set_line_width(cr, 0.5);
-	double ystep = tick_step(c->y1 - c->y0, c->yu, 5);
+	double ystep = wsp_tick_step(c->y1 - c->y0, c->yu, 5);
 	for (double v = c->y0; v <= c->y1 + ystep * 1e-6; v += ystep) {
 		double py = wsp_chart_py(c, v);
 		wsp_set_colour(cr, WSP_C_GRID, 1);
@@ -447,7 +447,7 @@ void wsp_chart_axes(const struct wsp_chart *c, const char *title, const char *xl
 		wsp_set_colour(cr, WSP_C_TEXT, 1);
 		wsp_text(cr, c->x - 4, py + 3, 8, false, WSP_RIGHT, wsp_unit_format(label, sizeof label, v, c->yu));
 	}
-	double xstep = tick_step(c->x1 - c->x0, c->xu, 8);
+	double xstep = wsp_tick_step(c->x1 - c->x0, c->xu, 8);
 	for (double v = ceil(c->x0 / xstep) * xstep; v <= c->x1 + xstep * 1e-6; v += xstep) {
 		double px = wsp_chart_px(c, v);
 		wsp_set_colour(cr, WSP_C_GRID, 1);
