@@ -32,7 +32,7 @@
  */
 #include "wsp.h"
 
-#include "cuda_api.h"
+#include "cuda_abi.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -19,29 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum {
-	CUDA_SUCCESS = 0,
-	CUDA_ERROR_INVALID_VALUE = 1,
-	CUDA_ERROR_OUT_OF_MEMORY = 2,
-	CUDA_ERROR_NOT_INITIALIZED = 3,
-	CUDA_ERROR_INVALID_DEVICE = 101,
-	CUDA_ERROR_INVALID_IMAGE = 200,
-	CUDA_ERROR_INVALID_HANDLE = 400,
-	CUDA_ERROR_NOT_FOUND = 500,
-	CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
-	CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
-} CUresult;
+#include "cuda_abi.h" /* the types wsprof itself uses */
 
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef uint64_t cuuint64_t;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUstream_st *CUstream;
-typedef struct CUmemPoolHandle_st *CUmemoryPool;
-typedef unsigned long long CUmemGenericAllocationHandle;
-typedef void (*CUhostFn)(void *userData);
 typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
 
 /* The two special stream handles every stream argument accepts. */
 #define CU_STREAM_LEGACY ((CUstream)0x1)
@@ -54,25 +34,11 @@ typedef struct CUfunc_st *CUfunction;
 #define CU_MEM_ALLOCATION_TYPE_PINNED 0x1
 #define CU_MEM_LOCATION_TYPE_DEVICE 0x1
 
-typedef struct {
-	int type;                    /* CU_MEM_ALLOCATION_TYPE_PINNED */
-	int requestedHandleTypes;
-	struct {
-		int type;            /* CU_MEM_LOCATION_TYPE_DEVICE */
-		int id;              /* the device ordinal */
-	} location;
-	void *win32HandleMetaData;
-	struct {
-		unsigned char compressionType, gpuDirectRDMACapable;
-		unsigned short usage;
-		unsigned char reserved[4];
-	} allocFlags;
-} CUmemAllocationProp;
+/* CUmemAllocationProp: cuda_abi.h. */
 
 /* cuGetProcAddress: flags, and what _v2 says about a lookup. */
 #define CU_GET_PROC_ADDRESS_DEFAULT 0
 #define CU_GET_PROC_ADDRESS_LEGACY_STREAM 1
-#define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
 typedef enum {
 	CU_GET_PROC_ADDRESS_SUCCESS = 0,
 	CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,

@@ -1,17 +1,28 @@
 /*
- * cuda_api.h - the few CUDA driver and runtime types wsprof needs, declared
- * here so that building wsprof needs no CUDA toolkit. Values and layouts
- * are those of cuda.h / cuda_runtime_api.h (CUDA 11 to 13, x86-64).
+ * cuda_abi.h - the CUDA driver and runtime types wsprof and its tests
+ * share, declared here so that building and testing wsprof needs no CUDA
+ * toolkit. Values and layouts are those of cuda.h / cuda_runtime_api.h
+ * (CUDA 11 to 13, x86-64). The recorder (preload/hooks_cuda.c) needs no
+ * more; tests/cuda/cuda_min.h adds the entry points the tests call.
  */
-#ifndef WSP_CUDA_API_H
-#define WSP_CUDA_API_H
+#ifndef WSP_CUDA_ABI_H
+#define WSP_CUDA_ABI_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-typedef int CUresult;
-#define CUDA_SUCCESS 0
-#define CUDA_ERROR_NOT_INITIALIZED 3
+typedef enum {
+	CUDA_SUCCESS = 0,
+	CUDA_ERROR_INVALID_VALUE = 1,
+	CUDA_ERROR_OUT_OF_MEMORY = 2,
+	CUDA_ERROR_NOT_INITIALIZED = 3,
+	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_INVALID_IMAGE = 200,
+	CUDA_ERROR_INVALID_HANDLE = 400,
+	CUDA_ERROR_NOT_FOUND = 500,
+	CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+	CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
+} CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef unsigned long long CUmemGenericAllocationHandle;
