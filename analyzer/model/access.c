@@ -21,15 +21,15 @@
 static int each_overlap(struct wsp_model *m, uint64_t addr, uint64_t len,
 			void (*fn)(struct wsp_model *, struct wsp_block *, uint64_t, void *), void *arg)
 {
-	if (addr >> 62 || !len)
+	if (wsp_key_space(addr) != WSP_SPACE_MEMORY || !len)
 		return 0;
 	if (!m->ordered && model_build_ordered(m))
 		return -ENOMEM;
 	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
 	uint64_t k = model_treap_floor(&m->by_addr[0], addr);
-	if (!k || (k >> 62))
+	if (!k || wsp_key_space(k) != WSP_SPACE_MEMORY)
 		k = model_treap_ceil(&m->by_addr[0], addr);
-	for (; k && k < end && !(k >> 62); k = model_treap_ceil(&m->by_addr[0], k + 1)) {
+	for (; k && k < end && wsp_key_space(k) == WSP_SPACE_MEMORY; k = model_treap_ceil(&m->by_addr[0], k + 1)) {
 		struct wsp_block *b = model_heap_find(m, k);
 		if (!b || b->addr + b->size <= addr)
 			continue;

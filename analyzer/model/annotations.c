@@ -127,8 +127,8 @@ struct treap *model_treap_of(struct wsp_model *m, uint64_t key)
 {
 	if (!m->ordered)
 		return NULL;
-	unsigned space = (unsigned)(key >> 62);
-	return space == 0 ? &m->by_addr[0] : space == 3 ? &m->by_addr[1] : NULL;
+	enum wsp_key_space space = wsp_key_space(key);
+	return space == WSP_SPACE_MEMORY ? &m->by_addr[0] : space == WSP_SPACE_POOL ? &m->by_addr[1] : NULL;
 }
 
 /* ---- annotations: names, holders, validity -------------------------------- */
@@ -233,11 +233,11 @@ int model_build_ordered(struct wsp_model *m)
  * from the first interior pointer on). */
 static struct wsp_block *block_at(struct wsp_model *m, uint64_t addr)
 {
-	uint64_t pool_key = addr ^ 3ull << 62;
+	uint64_t pool_key = wsp_key_in(WSP_SPACE_POOL, addr);
 	struct wsp_block *b = model_heap_find(m, pool_key);
 	if (!b)
 		b = model_heap_find(m, addr);
-	if (b || addr >> 62)
+	if (b || wsp_key_space(addr) != WSP_SPACE_MEMORY)
 		return b;
 	if (!m->ordered && model_build_ordered(m))
 		return NULL;
@@ -245,7 +245,7 @@ static struct wsp_block *block_at(struct wsp_model *m, uint64_t addr)
 	const struct treap *t[2] = { &m->by_addr[1], &m->by_addr[0] };
 	for (int i = 0; i < 2; i++) {
 		uint64_t k = model_treap_floor(t[i], keys[i]);
-		b = k && (k >> 62) == (keys[i] >> 62) ? model_heap_find(m, k) : NULL;
+		b = k && wsp_key_space(k) == wsp_key_space(keys[i]) ? model_heap_find(m, k) : NULL;
 		if (b && keys[i] - k < b->size)
 			return b;
 	}

@@ -48,7 +48,7 @@ static inline bool kind_wanted(int kind, unsigned k)
  * blocks: by address their bytes would count twice. */
 static inline bool inside_another(const struct wsp_block *b)
 {
-	return b->kind == WSPROF_KIND_POOL || b->addr >> 62 == 1;
+	return b->kind == WSPROF_KIND_POOL || wsp_block_space(b) == WSP_SPACE_REGISTERED;
 }
 
 

@@ -103,7 +103,7 @@ static enum layer layer_of_block(const struct wsp_block *b)
 {
 	if (b->kind == WSPROF_KIND_POOL)
 		return LAYER_POOL;
-	if (b->addr >> 62 == 1)
+	if (wsp_block_space(b) == WSP_SPACE_REGISTERED)
 		return LAYER_REGISTERED;
 	return b->kind == WSPROF_KIND_CUDA_VMM_MAPPED ? LAYER_MAPPED : LAYER_MEMORY;
 }

@@ -319,7 +319,7 @@ static void settle_departed(struct wsp_departed_block *d, void *arg)
  * registered ranges, VMM handles or reservations). */
 static bool has_memory(const struct wsp_block *b)
 {
-	return !(b->addr >> 62) && !wsp_kind_is_address_space(b->kind);
+	return wsp_block_space(b) == WSP_SPACE_MEMORY && !wsp_kind_is_address_space(b->kind);
 }
 
 /* A block that ends is kept (departed.h) until no open window can have
@@ -492,15 +492,15 @@ static struct range_set *ranges_of(struct wsp_model *m, unsigned kind)
  * handles (opaque numbers) and pool sub-allocations (inside other blocks). */
 static uint64_t block_key(unsigned kind, unsigned op, uint64_t addr)
 {
-	uint64_t space = 0;
+	enum wsp_key_space space = WSP_SPACE_MEMORY;
 	if (kind == WSPROF_KIND_POOL)
-		space = 3;
+		space = WSP_SPACE_POOL;
 	else if (kind == WSPROF_KIND_CUDA_VMM)
-		space = 2;
+		space = WSP_SPACE_HANDLE;
 	else if (kind == WSPROF_KIND_CUDA_HOST &&
 		 (op == WSPROF_OP_CU_MEM_HOST_REGISTER || op == WSPROF_OP_CU_MEM_HOST_UNREGISTER))
-		space = 1;
-	return addr ^ space << 62;
+		space = WSP_SPACE_REGISTERED;
+	return wsp_key_in(space, addr);
 }
 
 size_t model_range_first_after(const struct range_set *rs, uint64_t addr)

@@ -179,6 +179,28 @@ void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_
 const struct wsp_ann_state *wsp_model_ann(const struct wsp_model *m, const struct wsp_block *b);
 /* The address the program sees (blocks of some kinds are keyed apart). */
 uint64_t wsp_block_addr(const struct wsp_block *b);
+
+/* A block's key (wsp_block.addr) is its address in one of four name
+ * spaces, in the key's top two bits: memory (heap, device, managed,
+ * pinned host, mappings), registered host ranges (a malloc'd buffer may
+ * also be registered), VMM handles (opaque numbers) and pool
+ * sub-allocations (inside other blocks). */
+enum wsp_key_space { WSP_SPACE_MEMORY = 0, WSP_SPACE_REGISTERED = 1, WSP_SPACE_HANDLE = 2, WSP_SPACE_POOL = 3 };
+
+static inline enum wsp_key_space wsp_key_space(uint64_t key)
+{
+	return (enum wsp_key_space)(key >> 62);
+}
+
+static inline uint64_t wsp_key_in(enum wsp_key_space space, uint64_t addr)
+{
+	return addr ^ (uint64_t)space << 62;
+}
+
+static inline enum wsp_key_space wsp_block_space(const struct wsp_block *b)
+{
+	return wsp_key_space(b->addr);
+}
 uint64_t wsp_model_unknown_annotations(const struct wsp_model *m);
 size_t wsp_model_phases(const struct wsp_model *m, const struct wsp_phase **phases);
 size_t wsp_model_snapshots(const struct wsp_model *m, const struct wsp_snapshot **snapshots);
