@@ -92,18 +92,10 @@ void wsp_config_load(void)
 	wsp_cfg.window_ms = env_uint("WSPROF_WINDOW_MS", 10, 60000, 100);
 	wsp_cfg.max_regions = env_uint("WSPROF_MAX_REGIONS", 10, 10000, 1000);
 	wsp_cfg.sample_us = env_uint("WSPROF_SAMPLE_US", 100, 1000000, 5000);
-	/* 1536 pages per 100 ms of window by default, so the worst case costs
-	 * the same whatever the window: a program that rewrites all its memory
-	 * takes a write fault on every page protected again. On this project's
-	 * VMs (13-17 us a fault, as the program sees it), 256 MiB rewritten in
-	 * 10 ms sweeps ran, once armed, 1.11-1.18x slower at 1024 pages per
-	 * 100 ms, 1.20-1.41x at 1536 (1.34x typical), 1.34-1.80x at 2048 and
-	 * 1.75x at 3072: 1536 is the most that stays near 1.3x.
-	 * Sampling heap allocations promises a run at most 1.2x as long, which
-	 * that budget alone can break: there it is 256 pages per 100 ms (on
-	 * deep, 2 threads, sampled: 1.15-1.26x with 1536, 1.00-1.07x with 256,
-	 * medians of 10 to 14 runs; the working set is then coarser, as pages
-	 * wait longer for their turn to be checked again). */
+	/* 1536 pages per 100 ms of window (a program rewriting all its memory
+	 * then runs about 1.3x slower once armed), 256 when sampling heap
+	 * allocations (which promises at most 1.2x): BENCHMARKS.md, Profiles,
+	 * "the measurements behind the defaults". */
 	wsp_cfg.sample_bytes = env_uint("WSPROF_SAMPLE_BYTES", 0, 1u << 30, 0);
 	wsp_cfg.wp_pages = env_uint("WSPROF_WP_PAGES", 64, 1048576,
 				    wsp_cfg.window_ms * (wsp_cfg.sample_bytes ? 256u : 1536u) / 100u);

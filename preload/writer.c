@@ -33,11 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A chunk's records, before the column layout: 1 MiB makes chunks of
- * eight thread buffers, which compress within 1% of 4 MiB ones, and
- * which a reader holds two of at a time without touching fresh pages all
- * through a trace (the summary of bench/deep's trace ran 6% faster, in
- * 30% less memory; BENCHMARKS.md, Profiles). */
+/* A chunk's records, before the column layout: eight thread buffers
+ * (why 1 MiB: BENCHMARKS.md, Profiles, "the measurements behind the
+ * defaults"). */
 #define STAGE_CAP (1u << 20)
 #define SYNC_BYTES (8u << 20)  /* sweep at least this often, to bound a reader's window */
 #define ZSTD_LEVEL 3

@@ -6,9 +6,8 @@
  *
  * wsp_grow_huge does the same in memory of its own, in 2 MiB pages where
  * the kernel lends them (transparent huge pages, asked for with madvise),
- * for the reader's large buffers that are reused all along: in the VMs we
- * measure on, a fresh 4 KiB page costs ~13 µs the first time it is
- * touched, a 2 MiB one ~100 µs, 0.2 µs a 4 KiB (BENCHMARKS.md, Profiles).
+ * for the reader's large buffers that are reused all along, where fresh
+ * pages cost the most (BENCHMARKS.md, Profiles).
  * Such an array is freed with wsp_free_huge, never free().
  */
 #ifndef WSP_GROW_H

@@ -409,10 +409,9 @@ static int heap_grow(struct wsp_model *m)
 /* Insert b at slot j, the empty end of its probe run (SIZE_MAX: find it). */
 static int heap_insert_at(struct wsp_model *m, const struct wsp_block *b, size_t j)
 {
-	/* At most an eighth full while the table is small, half beyond: a
-	 * probe loop whose trip count varies costs a mispredicted branch, and
-	 * on the deep benchmark (580 live blocks) an eighth full took an
-	 * event 19 ns against 28 at a quarter (BENCHMARKS.md, Profiles). */
+	/* At most an eighth full while the table is small, half beyond: short
+	 * probe runs (BENCHMARKS.md, Profiles, "the measurements behind the
+	 * defaults"). */
 	size_t fill = m->heap_cap <= HEAP_SPARSE_SLOTS ? 8 : 2;
 	if ((m->heap_used + 1) * fill > m->heap_cap) {
 		if (heap_grow(m))
