@@ -14,6 +14,7 @@
 #define WSP_GROW_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,36 @@ static inline int wsp_grow(void *array, size_t *cap, size_t need, size_t elem)
 	if (!p)
 		return -ENOMEM;
 	*(void **)array = p;
+	*cap = n;
+	return 0;
+}
+
+/* Room for one more slot in an open-addressing table kept at most half
+ * full: when it would be fuller, a table twice as large (min_cap the
+ * first time) gets every occupied slot, each at the first free one from
+ * its hash (mask applied here). slot size `size`; occupied and hash read a
+ * slot (ctx passed along). @return 0 or -ENOMEM (the table as it was). */
+static inline int wsp_table_room(void *slots, size_t *cap, size_t used, size_t size, size_t min_cap,
+				 bool (*occupied)(const void *slot), size_t (*hash)(const void *slot, void *ctx),
+				 void *ctx)
+{
+	if ((used + 1) * 2 <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : min_cap;
+	unsigned char *t = calloc(n, size), *old = *(unsigned char **)slots;
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < *cap; i++) {
+		const unsigned char *s = old + i * size;
+		if (!occupied(s))
+			continue;
+		size_t j = hash(s, ctx) & (n - 1);
+		while (occupied(t + j * size))
+			j = (j + 1) & (n - 1);
+		memcpy(t + j * size, s, size);
+	}
+	free(old);
+	*(unsigned char **)slots = t;
 	*cap = n;
 	return 0;
 }

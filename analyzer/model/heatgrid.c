@@ -256,6 +256,22 @@ long heat_row_new(struct heat *h, struct view *v, const char *label, enum row_wh
 	return (long)v->nrows++;
 }
 
+static size_t stack_hash(uint64_t stack)
+{
+	return (size_t)(stack * 0x9e3779b97f4a7c15ull >> 20);
+}
+
+static bool stack_row_used(const void *slot)
+{
+	return ((const struct stack_row *)slot)->row != 0;
+}
+
+static size_t stack_row_hash(const void *slot, void *ctx)
+{
+	(void)ctx;
+	return stack_hash(((const struct stack_row *)slot)->stack);
+}
+
 /* The row of a site or name, made if new; past MAX_KEYS, "other". -1 without memory. */
 long heat_row_of_key(struct heat *h, struct view *v, const char *label, const struct wsp_frame *site)
 {
@@ -298,24 +314,10 @@ long heat_row_of_key(struct heat *h, struct view *v, const char *label, const st
 
 long heat_row_of_stack(struct heat *h, uint64_t stack)
 {
-	if ((h->nstacks + 1) * 2 > h->stacks_cap) {
-		size_t cap = h->stacks_cap ? h->stacks_cap * 2 : 256;
-		struct stack_row *t = calloc(cap, sizeof *t);
-		if (!t)
-			return -1;
-		for (size_t i = 0; i < h->stacks_cap; i++) {
-			if (!h->stacks[i].row)
-				continue;
-			size_t j = (h->stacks[i].stack * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
-			while (t[j].row)
-				j = (j + 1) & (cap - 1);
-			t[j] = h->stacks[i];
-		}
-		free(h->stacks);
-		h->stacks = t;
-		h->stacks_cap = cap;
-	}
-	size_t j = (stack * 0x9e3779b97f4a7c15ull >> 20) & (h->stacks_cap - 1);
+	if (wsp_table_room(&h->stacks, &h->stacks_cap, h->nstacks, sizeof *h->stacks, 256, stack_row_used,
+			   stack_row_hash, NULL))
+		return -1;
+	size_t j = stack_hash(stack) & (h->stacks_cap - 1);
 	for (; h->stacks[j].row; j = (j + 1) & (h->stacks_cap - 1))
 		if (h->stacks[j].stack == stack)
 			return h->stacks[j].row - 1;

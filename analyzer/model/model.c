@@ -259,26 +259,23 @@ static int64_t site_of(struct wsp_model *m, unsigned kind, uint64_t stack)
 	return (int64_t)m->nsites - 1;
 }
 
+static bool serial_used(const void *slot)
+{
+	return ((const struct serial_slot *)slot)->tid != 0;
+}
+
+static size_t serial_hash(const void *slot, void *ctx)
+{
+	(void)ctx;
+	return hash64(((const struct serial_slot *)slot)->tid, 0); /* unmasked */
+}
+
 /* The allocation count of a thread; created at 0. NULL without memory. */
 static uint64_t *serial_of(struct wsp_model *m, uint32_t tid)
 {
-	if ((m->serials_used + 1) * 2 > m->serials_cap) {
-		size_t cap = m->serials_cap ? m->serials_cap * 2 : 64;
-		struct serial_slot *t = calloc(cap, sizeof *t);
-		if (!t)
-			return NULL;
-		for (size_t i = 0; i < m->serials_cap; i++) {
-			if (!m->serials[i].tid)
-				continue;
-			size_t j = hash64(m->serials[i].tid, cap);
-			while (t[j].tid)
-				j = (j + 1) & (cap - 1);
-			t[j] = m->serials[i];
-		}
-		free(m->serials);
-		m->serials = t;
-		m->serials_cap = cap;
-	}
+	if (wsp_table_room(&m->serials, &m->serials_cap, m->serials_used, sizeof *m->serials, 64, serial_used,
+			   serial_hash, NULL))
+		return NULL;
 	size_t j = hash64(tid, m->serials_cap);
 	for (; m->serials[j].tid; j = (j + 1) & (m->serials_cap - 1))
 		if (m->serials[j].tid == tid)
@@ -708,29 +705,26 @@ static bool caller_check(struct wsp_model *m, wsprof_trace *t, uint64_t stack)
 	return false;
 }
 
+static bool caller_used(const void *slot)
+{
+	return ((const struct caller_slot *)slot)->stack != 0;
+}
+
+static size_t caller_hash(const void *slot, void *ctx)
+{
+	(void)ctx;
+	return hash64(((const struct caller_slot *)slot)->stack, 0); /* unmasked */
+}
+
 static bool caller_ok(struct wsp_model *m, wsprof_trace *t, uint64_t stack)
 {
 	if (!m->callers)
 		return true;
 	if (!stack)
 		return false;
-	if ((m->ccache_used + 1) * 2 > m->ccache_cap) {
-		size_t cap = m->ccache_cap ? m->ccache_cap * 2 : 256;
-		struct caller_slot *c = calloc(cap, sizeof *c);
-		if (!c)
-			return caller_check(m, t, stack);
-		for (size_t i = 0; i < m->ccache_cap; i++) {
-			if (!m->ccache[i].stack)
-				continue;
-			size_t j = hash64(m->ccache[i].stack, cap);
-			while (c[j].stack)
-				j = (j + 1) & (cap - 1);
-			c[j] = m->ccache[i];
-		}
-		free(m->ccache);
-		m->ccache = c;
-		m->ccache_cap = cap;
-	}
+	if (wsp_table_room(&m->ccache, &m->ccache_cap, m->ccache_used, sizeof *m->ccache, 256, caller_used,
+			   caller_hash, NULL))
+		return caller_check(m, t, stack);
 	size_t j = hash64(stack, m->ccache_cap);
 	for (; m->ccache[j].stack; j = (j + 1) & (m->ccache_cap - 1))
 		if (m->ccache[j].stack == stack)

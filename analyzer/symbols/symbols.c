@@ -101,28 +101,25 @@ void wsp_syms_free(struct wsp_syms *s)
 
 /* ---- strings ---------------------------------------------------------- */
 
+static bool string_used(const void *slot)
+{
+	return *(char *const *)slot != NULL;
+}
+
+static size_t string_hash(const void *slot, void *ctx)
+{
+	(void)ctx;
+	const char *str = *(const char *const *)slot;
+	return (size_t)hash_bytes(str, strlen(str), 14695981039346656037ull);
+}
+
 static const char *intern(struct wsp_syms *s, const char *str)
 {
 	if (!str)
 		return NULL;
-	if ((s->nstrings + 1) * 2 > s->strcap) {
-		size_t cap = s->strcap ? s->strcap * 2 : 1024;
-		char **t = calloc(cap, sizeof *t);
-		if (!t)
-			return NULL;
-		for (size_t i = 0; i < s->strcap; i++) {
-			if (!s->strings[i])
-				continue;
-			size_t j = hash_bytes(s->strings[i], strlen(s->strings[i]), 14695981039346656037ull) & (cap - 1);
-			while (t[j])
-				j = (j + 1) & (cap - 1);
-			t[j] = s->strings[i];
-		}
-		free(s->strings);
-		s->strings = t;
-		s->strcap = cap;
-	}
-	size_t j = hash_bytes(str, strlen(str), 14695981039346656037ull) & (s->strcap - 1);
+	if (wsp_table_room(&s->strings, &s->strcap, s->nstrings, sizeof *s->strings, 1024, string_used, string_hash, NULL))
+		return NULL;
+	size_t j = string_hash(&str, NULL) & (s->strcap - 1);
 	for (; s->strings[j]; j = (j + 1) & (s->strcap - 1))
 		if (strcmp(s->strings[j], str) == 0)
 			return s->strings[j];
@@ -357,25 +354,22 @@ static int symbolize(struct wsp_syms *s, struct addr_entry *e)
 	return 0;
 }
 
+static bool addr_used(const void *slot)
+{
+	return ((const struct addr_entry *)slot)->used;
+}
+
+static size_t addr_hash(const void *slot, void *ctx)
+{
+	(void)ctx;
+	const struct addr_entry *e = slot;
+	return (size_t)hash_bytes(&e->offset, 8, (uint64_t)e->mod);
+}
+
 static struct addr_entry *lookup(struct wsp_syms *s, int32_t mod, uint64_t offset)
 {
-	if ((s->naddrs + 1) * 2 > s->addrcap) {
-		size_t cap = s->addrcap ? s->addrcap * 2 : 1024;
-		struct addr_entry *t = calloc(cap, sizeof *t);
-		if (!t)
-			return NULL;
-		for (size_t i = 0; i < s->addrcap; i++) {
-			if (!s->addrs[i].used)
-				continue;
-			size_t j = hash_bytes(&s->addrs[i].offset, 8, (uint64_t)s->addrs[i].mod) & (cap - 1);
-			while (t[j].used)
-				j = (j + 1) & (cap - 1);
-			t[j] = s->addrs[i];
-		}
-		free(s->addrs);
-		s->addrs = t;
-		s->addrcap = cap;
-	}
+	if (wsp_table_room(&s->addrs, &s->addrcap, s->naddrs, sizeof *s->addrs, 1024, addr_used, addr_hash, NULL))
+		return NULL;
 	size_t j = hash_bytes(&offset, 8, (uint64_t)mod) & (s->addrcap - 1);
 	for (; s->addrs[j].used; j = (j + 1) & (s->addrcap - 1))
 		if (s->addrs[j].mod == mod && s->addrs[j].offset == offset)

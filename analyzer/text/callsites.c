@@ -399,16 +399,24 @@ static void callsites_text(const struct options *o, struct wsp_loaded *l, const 
 		printf("  (no %s allocations recorded)\n", wsprof_kind_name(o->kind));
 }
 
+/* The options, the trace loaded and its rows, for callsites or leaks.
+ * @return -1 to go on, or the exit status to return now. */
+static int open_rows(int argc, char **argv, bool callsites, struct options *o, struct wsp_loaded *l, struct rows *r)
+{
+	int rc = parse(argc, argv, callsites, o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	return gather(o, callsites ? o->full : true, l, r) ? 1 : -1;
+}
+
 int wsp_cmd_callsites(int argc, char **argv)
 {
 	struct options o;
-	int rc = parse(argc, argv, true, &o);
-	if (rc)
-		return rc < 0 ? 0 : rc;
 	struct wsp_loaded l;
 	struct rows r;
-	if (gather(&o, o.full, &l, &r))
-		return 1;
+	int rc = open_rows(argc, argv, true, &o, &l, &r);
+	if (rc >= 0)
+		return rc;
 	size_t shown = r.n < o.top ? r.n : o.top;
 	if (o.json)
 		callsites_json(&o, &l, &r, shown);
@@ -424,13 +432,11 @@ int wsp_cmd_callsites(int argc, char **argv)
 int wsp_cmd_leaks(int argc, char **argv)
 {
 	struct options o;
-	int rc = parse(argc, argv, false, &o);
-	if (rc)
-		return rc < 0 ? 0 : rc;
 	struct wsp_loaded l;
 	struct rows r;
-	if (gather(&o, true, &l, &r))
-		return 1;
+	int rc = open_rows(argc, argv, false, &o, &l, &r);
+	if (rc >= 0)
+		return rc;
 	size_t n = 0; /* keep the stacks still holding blocks, in order */
 	uint64_t bytes = 0, blocks = 0;
 	for (size_t i = 0; i < r.n; i++) {
