@@ -14,112 +14,28 @@
 
 /* ---- blocks by address order (interior pointers) ------------------------ */
 
-static uint32_t treap_rand(struct treap *t)
-{
-	t->seed = t->seed * 1103515245u + 12345u;
-	return t->seed >> 1;
-}
-
-static uint32_t treap_rotate_insert(struct treap *t, uint32_t at, uint32_t node)
-{
-	if (!at)
-		return node;
-	struct treap_node *a = &t->v[at - 1];
-	if (t->v[node - 1].key < a->key) {
-		a->left = treap_rotate_insert(t, a->left, node);
-		if (t->v[a->left - 1].prio > a->prio) {
-			uint32_t l = a->left;
-			a->left = t->v[l - 1].right;
-			t->v[l - 1].right = at;
-			return l;
-		}
-	} else {
-		a->right = treap_rotate_insert(t, a->right, node);
-		if (t->v[a->right - 1].prio > a->prio) {
-			uint32_t r = a->right;
-			a->right = t->v[r - 1].left;
-			t->v[r - 1].left = at;
-			return r;
-		}
-	}
-	return at;
-}
-
 int model_treap_insert(struct treap *t, uint64_t key)
 {
-	uint32_t node = t->free_list;
-	if (node) {
-		t->free_list = t->v[node - 1].left;
-	} else {
-		if (wsp_grow(&t->v, &t->cap, t->n + 1, sizeof *t->v))
-			return -ENOMEM;
-		node = (uint32_t)++t->n;
-	}
-	t->v[node - 1] = (struct treap_node){ key, 0, 0, treap_rand(t) };
-	t->root = treap_rotate_insert(t, t->root, node);
-	return 0;
+	return wsp_treap_insert(&t->pool, &t->root, key) ? 0 : -ENOMEM;
 }
 
-static uint32_t treap_join(struct treap *t, uint32_t a, uint32_t b)
+void model_treap_remove(struct treap *t, uint64_t key)
 {
-	if (!a || !b)
-		return a ? a : b;
-	if (t->v[a - 1].prio > t->v[b - 1].prio) {
-		t->v[a - 1].right = treap_join(t, t->v[a - 1].right, b);
-		return a;
-	}
-	t->v[b - 1].left = treap_join(t, a, t->v[b - 1].left);
-	return b;
-}
-
-uint32_t model_treap_erase(struct treap *t, uint32_t at, uint64_t key)
-{
-	if (!at)
-		return 0;
-	struct treap_node *a = &t->v[at - 1];
-	if (key < a->key) {
-		a->left = model_treap_erase(t, a->left, key);
-	} else if (key > a->key) {
-		a->right = model_treap_erase(t, a->right, key);
-	} else {
-		uint32_t joined = treap_join(t, a->left, a->right);
-		a->left = t->free_list;
-		t->free_list = at;
-		return joined;
-	}
-	return at;
+	wsp_treap_remove(&t->pool, &t->root, key);
 }
 
 /* The least key not below x, or 0. */
 uint64_t model_treap_ceil(const struct treap *t, uint64_t x)
 {
-	uint64_t best = 0;
-	for (uint32_t at = t->root; at;) {
-		const struct treap_node *a = &t->v[at - 1];
-		if (a->key >= x) {
-			best = a->key;
-			at = a->left;
-		} else {
-			at = a->right;
-		}
-	}
-	return best;
+	uint32_t n = wsp_treap_ceil(&t->pool, t->root, x);
+	return n ? wsp_treap_key(&t->pool, n) : 0;
 }
 
 /* The greatest key not above x, or 0. */
 uint64_t model_treap_floor(const struct treap *t, uint64_t x)
 {
-	uint64_t best = 0;
-	for (uint32_t at = t->root; at;) {
-		const struct treap_node *a = &t->v[at - 1];
-		if (a->key <= x) {
-			best = a->key;
-			at = a->right;
-		} else {
-			at = a->left;
-		}
-	}
-	return best;
+	uint32_t n = wsp_treap_floor(&t->pool, t->root, x);
+	return n ? wsp_treap_key(&t->pool, n) : 0;
 }
 
 /* Memory blocks and pool blocks each have a treap; other name spaces none. */
@@ -219,7 +135,7 @@ static void ann_settle(struct wsp_model *m, const struct wsp_block *b, struct an
 int model_build_ordered(struct wsp_model *m)
 {
 	m->ordered = true;
-	m->by_addr[0].seed = m->by_addr[1].seed = 0x2545f491u;
+	m->by_addr[0].pool.seed = m->by_addr[1].pool.seed = 0x2545f491u;
 	for (size_t i = 0; i < m->heap_cap; i++) {
 		struct treap *t = m->heap_keys[i] ? model_treap_of(m, m->heap_keys[i]) : NULL;
 		if (t && model_treap_insert(t, m->heap_keys[i]))

@@ -860,6 +860,7 @@ void heat_free(struct heat *h)
 	}
 	spans_free(&h->spans);
 	free(h->index.v);
+	wsp_tpool_free(&h->index.pool);
 	free(h->stacks);
 	wsp_loaded_free(&h->l);
 }

@@ -10,6 +10,7 @@
 #include "heatmap.h"
 
 #include "analyzer.h"
+#include "treap.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -113,17 +114,16 @@ struct view {
 enum layer { LAYER_MEMORY, LAYER_POOL, LAYER_REGISTERED, LAYER_MAPPED, LAYERS };
 
 struct node {
-	uint64_t lo, hi;
+	uint64_t lo, hi;            /* lo: its key in the treap */
 	uint32_t row[WSP_HEAT_BY_COUNT];
-	uint32_t prio, left, right; /* children: node + 1, 0 for none; a free node's left chains the free ones */
 	float weight;               /* a byte of it counts this much to its rows: 1/p in a sampled heap */
 };
 
 struct index {
-	struct node *v;
-	size_t n, cap;
-	uint32_t free, root[LAYERS];
-	uint32_t seed;
+	struct wsp_tpool pool;      /* the treaps' nodes (treap.h), one tree per layer */
+	uint32_t root[LAYERS];
+	struct node *v;             /* beside each treap node, its block */
+	size_t cap;
 };
 
 struct heat {

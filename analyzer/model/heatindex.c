@@ -15,88 +15,28 @@
 
 /* ---- the index of live blocks ---------------------------------------------- */
 
-static uint32_t node_new(struct index *x, uint64_t lo, uint64_t hi)
-{
-	uint32_t i = x->free;
-	if (i) {
-		x->free = x->v[i - 1].left;
-	} else {
-		if (x->n >= UINT32_MAX - 1 || wsp_grow(&x->v, &x->cap, x->n + 1, sizeof *x->v))
-			return 0;
-		i = (uint32_t)++x->n;
-	}
-	x->seed = x->seed * 1664525u + 1013904223u;
-	x->v[i - 1] = (struct node){ .lo = lo, .hi = hi, .prio = x->seed, .weight = 1 };
-	return i;
-}
-
 #define N(i) (x->v[(i) - 1])
 
-/* Split t into the nodes starting before key (*l) and the others (*r). */
-static void treap_split(struct index *x, uint32_t t, uint64_t key, uint32_t *l, uint32_t *r)
-{
-	if (!t) {
-		*l = *r = 0;
-	} else if (N(t).lo < key) {
-		treap_split(x, N(t).right, key, &N(t).right, r);
-		*l = t;
-	} else {
-		treap_split(x, N(t).left, key, l, &N(t).left);
-		*r = t;
-	}
-}
-
-/* Join l and r, every node of l starting before those of r. */
-static uint32_t treap_merge(struct index *x, uint32_t l, uint32_t r)
-{
-	if (!l || !r)
-		return l ? l : r;
-	if (N(l).prio > N(r).prio) {
-		N(l).right = treap_merge(x, N(l).right, r);
-		return l;
-	}
-	N(r).left = treap_merge(x, l, N(r).left);
-	return r;
-}
-
-/* Take out the node starting at lo, if any: back to the free ones. */
+/* Take out the node starting at lo, if any. */
 static void index_remove(struct index *x, enum layer layer, uint64_t lo)
 {
-	uint32_t l, mid, r;
-	treap_split(x, x->root[layer], lo, &l, &r);
-	treap_split(x, r, lo + 1, &mid, &r);
-	if (mid) { /* one node: starts are distinct in a layer */
-		N(mid).left = x->free;
-		x->free = mid;
-	}
-	x->root[layer] = treap_merge(x, l, r);
+	wsp_treap_remove(&x->pool, &x->root[layer], lo);
 }
 
 /* Add a block, in place of one starting at the same address. @return its node, 0 without memory. */
 static uint32_t index_insert(struct index *x, enum layer layer, uint64_t lo, uint64_t hi)
 {
-	index_remove(x, layer, lo);
-	uint32_t i = node_new(x, lo, hi), l, r;
-	if (!i)
+	uint32_t i = wsp_treap_insert(&x->pool, &x->root[layer], lo);
+	if (!i || wsp_grow(&x->v, &x->cap, i, sizeof *x->v))
 		return 0;
-	treap_split(x, x->root[layer], lo, &l, &r);
-	x->root[layer] = treap_merge(x, treap_merge(x, l, i), r);
+	N(i) = (struct node){ .lo = lo, .hi = hi, .weight = 1 };
 	return i;
 }
 
 /* The node starting last at or before addr, 0 if none. */
 static uint32_t index_floor(const struct index *x, enum layer layer, uint64_t addr)
 {
-	uint32_t best = 0;
-	for (uint32_t t = x->root[layer]; t;) {
-		if (N(t).lo <= addr) {
-			best = t;
-			t = N(t).right;
-		} else {
-			t = N(t).left;
-		}
-	}
-	return best;
+	return wsp_treap_floor(&x->pool, x->root[layer], addr);
 }
 
 static enum layer layer_of_block(const struct wsp_block *b)
@@ -170,8 +110,7 @@ int heat_index_rebuild(struct heat *h)
 	if (!h->stale)
 		return 0;
 	struct index *x = &h->index;
-	x->n = 0;
-	x->free = 0;
+	wsp_tpool_free(&x->pool); /* every node is the model's again */
 	memset(x->root, 0, sizeof x->root);
 	wsp_model_each_live(h->l.model, index_block, h);
 	h->stale = false;
@@ -274,18 +213,17 @@ static void split_block(struct heat *h, const struct node *nd, uint64_t lo, uint
 			heat_touch_row(&h->views[by], (long)nd->row[by], (double)(q - p) * nd->weight, err);
 }
 
-/* The blocks of subtree t starting in [from, hi), in order. */
-static void split_subtree(struct heat *h, uint32_t t, uint64_t from, uint64_t lo, uint64_t hi, int *err)
+/* One block of the region being split. */
+struct splitting {
+	struct heat *h;
+	uint64_t lo, hi;
+	int *err;
+};
+
+static void split_node(uint32_t node, void *arg)
 {
-	struct index *x = &h->index;
-	if (!t)
-		return;
-	if (N(t).lo > from)
-		split_subtree(h, N(t).left, from, lo, hi, err);
-	if (N(t).lo >= from && N(t).lo < hi)
-		split_block(h, &N(t), lo, hi, err);
-	if (N(t).lo < hi)
-		split_subtree(h, N(t).right, from, lo, hi, err);
+	struct splitting *sp = arg;
+	split_block(sp->h, &sp->h->index.v[node - 1], sp->lo, sp->hi, sp->err);
 }
 
 /* One region of an access sample, into the pending bytes of the rows. */
@@ -300,7 +238,8 @@ void heat_split_region(struct heat *h, uint64_t lo, uint64_t hi, int *err)
 		/* Blocks never overlap within a layer: only the one starting last before lo can reach into it. */
 		uint32_t first = index_floor(&h->index, (enum layer)layer, lo);
 		uint64_t from = first ? h->index.v[first - 1].lo : 0;
-		split_subtree(h, h->index.root[layer], from, lo, hi, err);
+		struct splitting sp = { h, lo, hi, err };
+		wsp_treap_each(&h->index.pool, h->index.root[layer], from, hi, split_node, &sp);
 	}
 }
 

@@ -119,8 +119,8 @@ void wsp_model_free(struct wsp_model *m)
 		if (m->anns[i].key)
 			free(m->anns[i].name);
 	free(m->anns);
-	free(m->by_addr[0].v);
-	free(m->by_addr[1].v);
+	wsp_tpool_free(&m->by_addr[0].pool);
+	wsp_tpool_free(&m->by_addr[1].pool);
 	for (size_t i = 0; i < m->nphases; i++)
 		free(m->phases[i].name);
 	free(m->phases);
@@ -452,7 +452,7 @@ void model_heap_remove(struct wsp_model *m, struct wsp_block *b)
 		model_ann_drop(m, b);
 	struct treap *t = model_treap_of(m, b->addr);
 	if (t)
-		t->root = model_treap_erase(t, t->root, b->addr);
+		model_treap_remove(t, b->addr);
 	size_t at = (size_t)(b - m->blocks), mask = m->heap_cap - 1, i = m->block_slot[at];
 	for (size_t j = (i + 1) & mask; m->heap_keys[j]; j = (j + 1) & mask) {
 		size_t home = hash64(m->heap_keys[j], m->heap_cap);

@@ -9,6 +9,7 @@
 #include "model.h"
 
 #include "departed.h"
+#include "treap.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,16 +30,11 @@ struct ann {
 	char *name;
 };
 
-/* A treap of block keys: the block containing an interior pointer is the
- * one with the greatest key not above it. */
-struct treap_node {
-	uint64_t key;
-	uint32_t left, right, prio; /* children are indexes + 1; 0: none */
-};
+/* Block keys in address order: the block containing an interior pointer
+ * is the one with the greatest key not above it (treap.h). */
 struct treap {
-	struct treap_node *v;
-	size_t n, cap;
-	uint32_t root, free_list, seed;
+	struct wsp_tpool pool;
+	uint32_t root;
 };
 
 /* Address ranges of one kind, sorted by addr, non-overlapping. */
@@ -167,7 +163,7 @@ int model_treap_insert(struct treap *t, uint64_t key);
 struct ann *model_ann_find(const struct wsp_model *m, uint64_t key);
 struct treap *model_treap_of(struct wsp_model *m, uint64_t key);
 struct wsp_block *model_heap_at(const struct wsp_model *m, size_t i);
-uint32_t model_treap_erase(struct treap *t, uint32_t at, uint64_t key);
+void model_treap_remove(struct treap *t, uint64_t key);
 void model_ann_drop(struct wsp_model *m, const struct wsp_block *b);
 void model_count_free(struct wsp_model *m, const struct wsp_block *b);
 void model_heap_remove(struct wsp_model *m, struct wsp_block *b);
