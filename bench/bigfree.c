@@ -1,6 +1,6 @@
 /*
  * bigfree - a workload that frees many large blocks, for the cost of
- * reading released memory (preload/sampler.c, "memory given back").
+ * reading released memory (preload/access/sampler.c, "memory given back").
  *
  * usage: bigfree [THREADS [BLOCKS [TOUCH]]]   (default 2 threads, 4000 blocks each, touch 1)
  *

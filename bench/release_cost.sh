@@ -1,5 +1,5 @@
 #!/bin/sh
-# release_cost.sh - what reading released memory costs (preload/sampler.c,
+# release_cost.sh - what reading released memory costs (preload/access/sampler.c,
 # "memory given back"): a workload freeing many large blocks.
 #
 #   bench/release_cost.sh [BUILD_DIR [THREADS [BLOCKS [RUNS]]]]

@@ -2,7 +2,7 @@
  * cuda_abi.h - the CUDA driver and runtime types wsprof and its tests
  * share, declared here so that building and testing wsprof needs no CUDA
  * toolkit. Values and layouts are those of cuda.h / cuda_runtime_api.h
- * (CUDA 11 to 13, x86-64). The recorder (preload/hooks_cuda.c) needs no
+ * (CUDA 11 to 13, x86-64). The recorder (preload/hooks/hooks_cuda.c) needs no
  * more; tests/cuda/cuda_min.h adds the entry points the tests call.
  */
 #ifndef WSP_CUDA_ABI_H

@@ -3,7 +3,7 @@
  * that a trace is finished however the process ends.
  *
  * Under `wsprof record`, each traced process image keeps its event
- * buffers and the writer's staging area in one memfd (preload/rescue.c)
+ * buffers and the writer's staging area in one memfd (preload/core/rescue.c)
  * and hands that memfd, with a pidfd of itself, to the launcher over a
  * datagram socket named in WSPROF_RESCUE. A process that ends without
  * writing its footer (exit_group, SIGKILL, the OOM killer) leaves its
@@ -38,7 +38,7 @@
 #define WSP_RESCUE_ENV "WSPROF_RESCUE"   /* the launcher's socket, an abstract name */
 #define WSP_RESCUE_NAME_MAX 100
 
-/* One thread's event buffer (preload/events.c). In the shared memory when
+/* One thread's event buffer (preload/core/events.c). In the shared memory when
  * there is one, so its fields are the launcher's to read too. */
 enum wsp_buf_held {
 	WSP_BUF_FREE = 0,    /* in the pool: nothing of it to write */

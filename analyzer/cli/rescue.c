@@ -5,7 +5,7 @@
  *
  * Every traced process image sends this command, over a datagram socket
  * with an abstract name (WSPROF_RESCUE), the memfd holding its buffers and
- * a pidfd of itself (preload/rescue.c; src/rescue.h has the layout). A
+ * a pidfd of itself (preload/core/rescue.c; src/rescue.h has the layout). A
  * listener thread keeps them and watches the pidfds. When a process is
  * gone without its footer, what its file lacks is in the memfd: the file
  * is cut back to its last chunk written whole, the staging area and the

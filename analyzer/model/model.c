@@ -51,7 +51,7 @@ struct wsp_model *wsp_model_new(const struct wsp_model_options *opt)
 /* ---- sampled traces ------------------------------------------------------ */
 
 /* A heap block of s bytes was sampled with probability p = 1 - exp(-s/N)
- * (preload/sampling.c); weighing it by 1/p (its bytes s/p, its count 1/p)
+ * (preload/hooks/sampling.c); weighing it by 1/p (its bytes s/p, its count 1/p)
  * makes every sum over sampled blocks an unbiased estimate of the sum
  * over all blocks (Horvitz-Thompson). */
 double wsp_sample_probability(uint64_t sample_bytes, uint64_t size)

@@ -217,7 +217,7 @@ typedef struct wsprof_trace_status {
 	uint64_t threads;    /* distinct threads that allocated, freed or annotated */
 	/* Calls that passed through untraced, as the footer says (format
 	 * 2.1): mmap family calls made before recording began or from
-	 * libunwind's own code (preload/hooks_libc.c). */
+	 * libunwind's own code (preload/hooks/hooks_libc.c). */
 	uint64_t untraced_calls;
 	/* How the process ended, as the footer says (format 2.2):
 	 * WSPROF_END_EXIT with the exit status, WSPROF_END_SIGNAL with the

@@ -1,5 +1,5 @@
 /*
- * test_access.c - the access sampler (preload/sampler.c), read back from
+ * test_access.c - the access sampler (preload/access/sampler.c), read back from
  * the trace with the reader API (wsprof/trace.h).
  *
  * hot_idle writes one 64 MiB buffer over and over while a second one,
@@ -51,7 +51,7 @@
 
 #include "wsprof/trace.h"
 
-/* Linux 6.7 uapi, for older headers (as in preload/sampler.c). */
+/* Linux 6.7 uapi, for older headers (as in preload/access/sampler.c). */
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1
 #endif

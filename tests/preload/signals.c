@@ -1,6 +1,6 @@
 /*
  * signals.c - a program that dies of a signal keeps its whole trace
- * (preload/signals.c), and never sees wsprof's handler.
+ * (preload/life/signals.c), and never sees wsprof's handler.
  *
  * tests/progs/alloc_signal allocates, writes its books, and dies of
  * SIGSEGV, SIGABRT, SIGTERM or SIGPIPE. It is recorded with a flush

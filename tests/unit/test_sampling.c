@@ -1,6 +1,6 @@
 /*
- * test_sampling.c - the recorder's heap sampling (preload/sampling.c),
- * compiled into this test with preload/mem.c.
+ * test_sampling.c - the recorder's heap sampling (preload/hooks/sampling.c),
+ * compiled into this test with preload/base/mem.c.
  *
  * The rest of the preload library is replaced by what these two files
  * take from it: the settings (wsp_cfg) and the warning line. What is
@@ -13,7 +13,7 @@
  * full says so once and has every free recorded; fork holds the set
  * still and a child gets it whole, usable.
  */
-#include "wsp.h"
+#include "hooks.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /*
  * test_stacks.c - stack capture and the shared prefix tree of
- * preload/stacks.c, compiled into this test with preload/mem.c.
+ * preload/core/stacks.c, compiled into this test with preload/base/mem.c.
  *
  * The rest of the preload library is replaced by the symbols these files
  * need: wsp_addr_in_self, which here counts the preload's own functions
@@ -11,7 +11,7 @@
  * node chain giving back its frames innermost first - also when two
  * threads intern at once, and again from id 1 after a fork.
  */
-#include "wsp.h"
+#include "core.h"
 
 #include "format.h"
 

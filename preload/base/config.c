@@ -8,8 +8,8 @@
  * its trace next to its parent's. Uses getenv, getcwd and write(2) only:
  * no allocation, no stdio.
  */
-#include "wsp.h"
 
+#include "base.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>

@@ -8,8 +8,8 @@
  * through the raw syscall so the mmap hook never sees wsprof's own maps.
  * Async-signal-safe except wsp_mem_alloc (a spin lock).
  */
-#include "wsp.h"
 
+#include "base.h"
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>

@@ -24,8 +24,8 @@
  * Signal safety: the table is a fixed array of atomics; the hooks take no
  * lock and allocate nothing.
  */
-#include "wsp.h"
 
+#include "base.h"
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>

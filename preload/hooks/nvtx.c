@@ -38,8 +38,8 @@
  * strings are copied into wsp_mem_alloc memory, kept until exit. Nothing
  * here is async-signal-safe beyond what annotate.c is.
  */
-#include "wsp.h"
 
+#include "hooks.h"
 #include <dlfcn.h>
 #include <stddef.h>
 #include <string.h>

@@ -20,8 +20,9 @@
  * one flush interval (WSPROF_FLUSH_MS). A stack overflow's SIGSEGV cannot
  * run a handler on the exhausted stack and kills the process as before.
  */
-#include "wsp.h"
 
+#include "life.h"
+#include "core.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <errno.h>

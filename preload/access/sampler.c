@@ -76,8 +76,10 @@
  * runs before the thread starts, reset_after_fork() in a child where the
  * thread does not exist. Nothing here calls malloc or stdio.
  */
-#include "wsp.h"
 
+#include "access.h"
+#include "base.h"
+#include "core.h"
 #include "wsprof/trace.h"
 
 #include <dlfcn.h>

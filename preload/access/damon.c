@@ -28,8 +28,9 @@
  * (the tests point it at a tree of plain files they answer themselves).
  * Nothing here calls malloc or stdio's FILE functions.
  */
-#include "wsp.h"
 
+#include "access.h"
+#include "core.h"
 #include <errno.h>
 #include <stdatomic.h>
 #include <fcntl.h>

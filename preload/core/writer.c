@@ -13,8 +13,9 @@
  * program), one warning goes to stderr and recording stops; the program
  * goes on untouched.
  */
-#include "wsp.h"
 
+#include "core.h"
+#include "base.h"
 #include "columns.h"
 #include "format.h"
 
@@ -39,6 +40,9 @@
 #define STAGE_CAP (1u << 20)
 #define SYNC_BYTES (8u << 20)  /* sweep at least this often, to bound a reader's window */
 #define ZSTD_LEVEL 3
+
+/* Counted by the mmap-family hooks (hooks_libc.c), said by the footer. */
+_Atomic uint64_t wsp_untraced_calls;
 
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fd = -1;

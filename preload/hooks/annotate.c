@@ -8,8 +8,9 @@
  * call made inside wsprof is dropped. Addresses are recorded as given:
  * the analyzer resolves interior pointers to their blocks.
  */
-#include "wsp.h"
 
+#include "hooks.h"
+#include "core.h"
 #include "format.h"
 
 #include <string.h>

@@ -18,8 +18,8 @@
  * thread's floor may only rise once its buffer is in the queue.) Signal
  * handlers that allocate while the guard is held pass through.
  */
-#include "wsp.h"
 
+#include "core.h"
 #include "format.h"
 
 #include <pthread.h>

@@ -22,8 +22,9 @@
  * loader's lock). The records a rescan writes never wait for the writer
  * (wsp_tls.writing): the writer may be the thread the scanner waits for.
  */
-#include "wsp.h"
 
+#include "core.h"
+#include "base.h"
 #include "format.h"
 
 #include <dlfcn.h>

@@ -2,8 +2,8 @@
  * threads.c - the threads wsprof starts in the program (the writer, the
  * access sampler).
  */
-#include "wsp.h"
 
+#include "base.h"
 #include <pthread.h>
 #include <signal.h>
 

@@ -30,8 +30,9 @@
  * parameter layouts, the scratch buffers), each for a short search or
  * copy, never across a driver call.
  */
-#include "wsp.h"
 
+#include "hooks.h"
+#include "core.h"
 #include "cuda_abi.h"
 
 #include <dlfcn.h>

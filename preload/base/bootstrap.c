@@ -11,8 +11,8 @@
  * inside dlopen (a constructor that allocates) takes it again; and no
  * wsprof lock is held here, so nothing the lock's holder waits for is.
  */
-#include "wsp.h"
 
+#include "base.h"
 #include <dlfcn.h>
 #include <string.h>
 

@@ -35,8 +35,8 @@
  * child gets the set whole, with the parent's sampled blocks in it: their
  * frees are the child's untracked frees, as without sampling.
  */
-#include "wsp.h"
 
+#include "hooks.h"
 #include <math.h>
 #include <time.h>
 #include <unistd.h>

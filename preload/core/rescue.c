@@ -16,8 +16,8 @@
  * as before and a killed process's trace ends at its last complete chunk.
  * A forked child unmaps its parent's memfd before it records anything.
  */
-#include "wsp.h"
 
+#include "core.h"
 #include "rescue.h"
 
 #include <errno.h>

@@ -15,8 +15,9 @@
  *
  * Reentrancy: only the mark is touched; errno is the real function's.
  */
-#include "wsp.h"
 
+#include "hooks.h"
+#include "base.h"
 #include <pthread.h>
 
 WSPROF_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)

@@ -12,8 +12,12 @@
  * vfork child shares our memory, so exec and _exit do nothing to the
  * recorder unless getpid() is the pid being traced.
  */
-#include "wsp.h"
 
+#include "life.h"
+#include "base.h"
+#include "core.h"
+#include "access.h"
+#include "hooks.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>

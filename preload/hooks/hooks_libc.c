@@ -17,8 +17,11 @@
  */
 /* Define mmap and mmap64 both: no large-file redirection of one to the other. */
 #undef _FILE_OFFSET_BITS
-#include "wsp.h"
 
+#include "hooks.h"
+#include "base.h"
+#include "core.h"
+#include "access.h"
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -30,7 +33,6 @@
 
 #include "wsprof/trace.h"
 
-_Atomic uint64_t wsp_untraced_calls;
 
 #define HEAP WSPROF_KIND_HEAP
 #define MMAP WSPROF_KIND_MMAP

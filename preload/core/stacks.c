@@ -13,8 +13,9 @@
  * Reentrancy: called inside wsp_event_begin (thread lock held, guard set).
  * The mutex is only taken here and in fork handling.
  */
-#include "wsp.h"
 
+#include "core.h"
+#include "base.h"
 #include "format.h"
 
 #include <pthread.h>
