@@ -5,6 +5,12 @@
  * libdwfl session each, opened on first use), stack nodes (which module
  * and offset a node's ip had when it was first seen), and symbolized
  * addresses (their logical frames, in one arena). Strings are interned.
+ *
+ * Each module's function symbols are sorted once into an index searched
+ * by bisection: libdwfl's dwfl_module_addrinfo scans the whole symbol
+ * table for every address, which on libtorch_cpu.so (34,000 symbols) was
+ * most of a report's time. DWARF (file:line, inlined frames) is read for
+ * the addresses shown, once each.
  */
 #include "symbols.h"
 
@@ -31,6 +37,18 @@ struct mod {
 	int state;
 	Dwfl *dwfl;
 	Dwfl_Module *dm;
+	struct sym *syms;     /* the index: function symbols by address, built on first use */
+	size_t nsyms;
+	bool indexed;
+};
+
+/* A function symbol of a module: where it starts (as libdwfl places the
+ * module), its size (0: unknown, it runs to the next one) and its name,
+ * in the ELF string table libdwfl keeps open. */
+struct sym {
+	uint64_t addr, size;
+	const char *name;
+	bool global;
 };
 
 struct node_ref {
@@ -85,6 +103,7 @@ void wsp_syms_free(struct wsp_syms *s)
 	for (size_t i = 0; i < s->nmods; i++) {
 		if (s->mods[i].dwfl)
 			dwfl_end(s->mods[i].dwfl);
+		free(s->mods[i].syms);
 		free(s->mods[i].path);
 		free(s->mods[i].build_id);
 	}
@@ -324,6 +343,68 @@ static int frames_from_dwarf(struct wsp_syms *s, struct mod *m, Dwarf_Addr pc, s
 	return added;
 }
 
+/* ---- the symbol index ------------------------------------------------ */
+
+static int by_address(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* At one address, the one to keep first: global, then sized. */
+	if (x->global != y->global)
+		return x->global ? -1 : 1;
+	return (x->size > 0) == (y->size > 0) ? 0 : x->size ? -1 : 1;
+}
+
+/* The module's function symbols (.symtab, or .dynsym, and those of the
+ * separate debug file libdwfl found), sorted, one per address. */
+static int index_build(struct mod *m)
+{
+	m->indexed = true;
+	int n = dwfl_module_getsymtab(m->dm);
+	if (n <= 0)
+		return 0;
+	struct sym *v = malloc((size_t)n * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	size_t k = 0;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(m->dm, i, &sym, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		v[k++] = (struct sym){ addr, sym.st_size, name, GELF_ST_BIND(sym.st_info) != STB_LOCAL };
+	}
+	qsort(v, k, sizeof *v, by_address);
+	size_t u = 0;
+	for (size_t i = 0; i < k; i++)
+		if (!u || v[i].addr != v[u - 1].addr)
+			v[u++] = v[i];
+	m->syms = v;
+	m->nsyms = u;
+	return 0;
+}
+
+/* The function containing pc: the last symbol starting at or before it,
+ * if pc is within its size (a symbol of unknown size runs to the next). */
+static const char *index_lookup(const struct mod *m, uint64_t pc)
+{
+	size_t lo = 0, hi = m->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->syms[mid].addr <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	const struct sym *f = &m->syms[lo - 1];
+	return !f->size || pc < f->addr + f->size ? f->name : NULL;
+}
+
 /* Symbolize (module, offset) into the arena. @return 0 or -ENOMEM. */
 static int symbolize(struct wsp_syms *s, struct addr_entry *e)
 {
@@ -342,10 +423,9 @@ static int symbolize(struct wsp_syms *s, struct addr_entry *e)
 		if (added < 0)
 			return added;
 		if (!added) {
-			GElf_Off off;
-			GElf_Sym sym;
-			const char *name = dwfl_module_addrinfo(m->dm, pc, &off, &sym, NULL, NULL, NULL);
-			base.function = function_name(s, name);
+			if (!m->indexed && index_build(m))
+				return -ENOMEM;
+			base.function = function_name(s, index_lookup(m, pc));
 		}
 	}
 	if (!added && arena_add(s, base))

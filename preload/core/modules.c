@@ -31,6 +31,7 @@
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -148,6 +149,16 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 			exe[n > 0 ? n : 0] = 0;
 		}
 		name = exe;
+	}
+	/* dlopen("./libfoo.so"): the loader keeps the path as given, relative
+	 * to the directory the program was in. A report runs elsewhere, so
+	 * the trace gets it whole (the rescan follows the dlopen closely; a
+	 * program that changed directory in between would name another). */
+	static char whole[8192], cwd[4096]; /* the module lock is held */
+	if (name[0] != '/' && strchr(name, '/') && getcwd(cwd, sizeof cwd)) {
+		const char *rel = name[0] == '.' && name[1] == '/' ? name + 2 : name;
+		snprintf(whole, sizeof whole, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel);
+		name = whole;
 	}
 	uint64_t h = hash_name(name);
 	for (size_t i = 0; i < nknown; i++) {

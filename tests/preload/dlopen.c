@@ -103,3 +103,29 @@ Test(dlopen, a_block_that_outlives_its_library_is_named_by_it)
 	wt_result_free(&r);
 	wt_recording_free(&rec);
 }
+
+/* dlopen("./libtestalloc.so") from the directory it is in: the trace
+ * keeps the library's whole path, so a report run anywhere names its
+ * functions (the loader itself keeps the relative path it was given). */
+Test(dlopen, a_library_opened_by_a_relative_path_is_named_anywhere)
+{
+	const char *dir = wt_test_dir();
+	char *from = wt_prog("libtestalloc.so"), *to = wt_path(dir, "libtestalloc.so");
+	size_t len = 0;
+	char *bytes = wt_read_file(from, &len);
+	cr_assert(bytes && wt_write_file(to, bytes, len) == 0, "cannot copy %s", from);
+	free(bytes);
+	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json"), *prog = wt_prog("alloc_dlopen");
+	struct wt_result run;
+	wt_run(&run, (const char *[]){ "/usr/bin/env", "-C", dir, wt_wsprof(), "record", "-o", trace, "--", prog, expect,
+				       "./libtestalloc.so", NULL });
+	wt_assert_status(&run, 0, "alloc_dlopen ./libtestalloc.so");
+	/* From another directory: the test's own. */
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ wt_wsprof(), "report", "leaks", trace, NULL });
+	wt_assert_status(&r, 0, "wsprof report leaks");
+	cr_expect(strstr(r.out, "testalloc_make (testalloc.c:"), "the library's function is not named:\n%s", r.out);
+	wt_result_free(&r);
+	wt_result_free(&run);
+	free(trace), free(expect), free(prog), free(from), free(to);
+}

@@ -299,3 +299,45 @@ Test(symbols, debug_info_in_a_separate_debuglink_file_is_found)
 	free(copy);
 	free(orig);
 }
+
+/* A library of 4,000 functions without debug info (tests/progs/gen_many.c):
+ * each allocation is named by the function that made it, found in the
+ * symbol table by the index (analyzer/symbols/symbols.c), exactly. */
+Test(symbols, a_module_of_thousands_of_symbols_names_each_exactly)
+{
+	static const long picks[] = { 0, 1, 1234, 1999, 2000, 3998, 3999 };
+	const char *args[16];
+	char text[sizeof picks / sizeof *picks][16];
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) {
+		snprintf(text[i], sizeof text[i], "%ld", picks[i]);
+		args[n++] = text[i];
+	}
+	args[n] = NULL;
+	struct wt_recording rec;
+	wt_record(&rec, NULL, "alloc_many", args);
+	wt_assert_status(&rec.run, 0, "wsprof record alloc_many");
+	struct wt_result r;
+	struct wt_json *leaks = report(rec.trace, (const char *[]){ "leaks", "--top", "0", NULL }, &r);
+	const struct wt_json *stacks = wt_json_get(leaks, "stacks");
+	cr_assert(stacks, "no stacks in the leaks report");
+	for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) {
+		char want[32];
+		snprintf(want, sizeof want, "many_%ld", picks[i]);
+		bool found = false;
+		for (size_t k = 0; k < stacks->count && !found; k++) {
+			uint64_t bytes = 0;
+			wt_json_u64(&stacks->items[k], "leaked_bytes", &bytes);
+			if (bytes != (uint64_t)(16 + 8 * picks[i]))
+				continue;
+			found = true;
+			const char *fn = wt_json_str(&stacks->items[k], "stack.0.function");
+			cr_expect(fn && strcmp(fn, want) == 0, "the %llu-byte block is named %s, not %s",
+				  (unsigned long long)bytes, fn ? fn : "(nothing)", want);
+		}
+		cr_expect(found, "no leaked block of %ld bytes (from %s)", 16 + 8 * picks[i], want);
+	}
+	wt_json_free(leaks);
+	wt_result_free(&r);
+	wt_recording_free(&rec);
+}
