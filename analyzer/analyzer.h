@@ -86,6 +86,9 @@ void wsp_print_heading(const struct wsp_loaded *l, const char *what);
  * appear. "sampled: 1 in 524,288 bytes; heap figures are estimates" (or,
  * at 1 byte, that every allocation was recorded), into buf; "" when the
  * trace is not sampled. @return buf. */
+/* How the process ended, as the summary says it ("exit status 0",
+ * "killed by SIGKILL ..."); "" where an older trace does not say. @return buf. */
+const char *wsp_ending_text(const struct wsp_loaded *l, char *buf, size_t cap);
 const char *wsp_sampled_text(const struct wsp_loaded *l, char *buf, size_t cap);
 /* "~" before the figures of a kind that are estimates, else "". */
 const char *wsp_est(const struct wsp_loaded *l, unsigned kind);

@@ -60,6 +60,8 @@ static void draw_summary(struct wsp_doc *doc, const struct wsp_loaded *l)
 	snprintf(text, sizeof text, "%.3f s%s", (double)wsp_model_last_time(l->model) / 1e9,
 		 l->status.complete ? "" : ", trace cut short: this covers what was read");
 	y = row(cr, y, "duration", text);
+	if (*wsp_ending_text(l, text, sizeof text))
+		y = row(cr, y, "ended", text);
 	sources_text(p, text, sizeof text);
 	y = row(cr, y, "access sources", text);
 	const struct wsp_phase *ph;
@@ -95,7 +97,7 @@ static void draw_summary(struct wsp_doc *doc, const struct wsp_loaded *l)
 	y += 13;
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);
-		if (!s->seen)
+		if (!s->seen || wsp_kind_is_reservation(k)) /* address space, not memory (the summary tells it) */
 			continue;
 		char n1[32], n2[32];
 		const char *est = wsp_est(l, k); /* failures are always recorded */

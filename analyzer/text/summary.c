@@ -65,25 +65,34 @@ static const char *signal_name(int sig, char *buf, size_t cap)
 }
 
 /* The summary's "ended" line. */
-static void print_ending(const struct wsp_loaded *l)
+const char *wsp_ending_text(const struct wsp_loaded *l, char *buf, size_t cap)
 {
 	const wsprof_trace_status *st = &l->status;
 	const char *by = st->finished_by_launcher
 				 ? "; the process could not write the end of its trace, wsprof record did from the process's buffers"
 				 : "";
 	char sig[32];
+	buf[0] = 0;
 	if (st->ended_by_exec)
-		printf("  ended     by exec of %s\n", wsp_model_exec(l->model) ? wsp_model_exec(l->model) : "?");
+		snprintf(buf, cap, "by exec of %s", wsp_model_exec(l->model) ? wsp_model_exec(l->model) : "?");
 	else if (!st->complete)
-		printf("  ended     not known: the trace was cut (killed, or ended by exit_group, without wsprof record to "
-		       "finish it); what was written before is shown\n");
+		snprintf(buf, cap, "not known: the trace was cut (killed, or ended by exit_group, without wsprof record to "
+			 "finish it); what was written before is shown");
 	else if (st->ending == WSPROF_END_EXIT)
-		printf("  ended     exit status %d%s\n", st->ending_value, by);
+		snprintf(buf, cap, "exit status %d%s", st->ending_value, by);
 	else if (st->ending == WSPROF_END_SIGNAL)
-		printf("  ended     killed by %s%s%s\n", signal_name(st->ending_value, sig, sizeof sig),
-		       st->ending_value == SIGKILL ? " (kill -9, or the kernel's out-of-memory killer)" : "", by);
+		snprintf(buf, cap, "killed by %s%s%s", signal_name(st->ending_value, sig, sizeof sig),
+			 st->ending_value == SIGKILL ? " (kill -9, or the kernel's out-of-memory killer)" : "", by);
 	else if (wsprof_trace_process(l->trace)->format_minor >= 2 || wsprof_trace_process(l->trace)->format_major > 2)
-		printf("  ended     how is not known%s\n", by);
+		snprintf(buf, cap, "how is not known%s", by);
+	return buf;
+}
+
+static void print_ending(const struct wsp_loaded *l)
+{
+	char text[512];
+	if (*wsp_ending_text(l, text, sizeof text))
+		printf("  ended     %s\n", text);
 }
 
 static void print_json(const struct wsp_loaded *l)
