@@ -19,7 +19,9 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +42,8 @@ struct mod {
 	struct sym *syms;     /* the index: function symbols by address, built on first use */
 	size_t nsyms;
 	bool indexed;
+	uint64_t unnamed;     /* addresses in it that no symbol names */
+	uint64_t resolved;    /* addresses in it looked up */
 };
 
 /* A function symbol of a module: where it starts (as libdwfl places the
@@ -96,10 +100,94 @@ struct wsp_syms *wsp_syms_new(FILE *warn)
 	return s;
 }
 
+/* The Debian package that installed path, from dpkg's file lists (no
+ * program run); "" when none says so. Read only when names are missing. */
+static void package_of(const char *path, char *pkg, size_t cap)
+{
+	pkg[0] = 0;
+	char real[PATH_MAX], want[3][PATH_MAX + 2];
+	size_t nwant = 0;
+	snprintf(want[nwant++], sizeof want[0], "\n%s\n", path);
+	if (realpath(path, real) && strcmp(real, path))
+		snprintf(want[nwant++], sizeof want[0], "\n%s\n", real);
+	if (!strncmp(path, "/usr/", 5)) /* merged /usr: the list may name /lib/... */
+		snprintf(want[nwant++], sizeof want[0], "\n%s\n", path + 4);
+	DIR *d = opendir("/var/lib/dpkg/info");
+	for (struct dirent *de; d && !pkg[0] && (de = readdir(d));) {
+		size_t n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".list"))
+			continue;
+		char file[PATH_MAX];
+		snprintf(file, sizeof file, "/var/lib/dpkg/info/%s", de->d_name);
+		FILE *f = fopen(file, "r");
+		if (!f)
+			continue;
+		static char text[1 << 20];
+		text[0] = '\n';
+		size_t len = 1 + fread(text + 1, 1, sizeof text - 2, f);
+		text[len] = 0;
+		fclose(f);
+		for (size_t i = 0; i < nwant && !pkg[0]; i++)
+			if (strstr(text, want[i])) {
+				snprintf(pkg, cap, "%.*s", (int)(n - 5), de->d_name);
+				char *colon = strchr(pkg, ':'); /* libfoo:amd64 */
+				if (colon)
+					*colon = 0;
+			}
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Once, at the end: which readable modules left frames unnamed, and what
+ * would give them names. */
+static void say_unnamed(const struct wsp_syms *s)
+{
+	if (!s->warn)
+		return;
+	const struct mod *worst[3] = { 0 };
+	uint64_t total = 0;
+	size_t nmods = 0;
+	for (size_t i = 0; i < s->nmods; i++) {
+		const struct mod *m = &s->mods[i];
+		/* A stray frame or two (a loader's entry point) is no news: a
+		 * module is named when a tenth of its addresses, and 16, are. */
+		if (m->state != MOD_READY || m->unnamed < 16 || m->unnamed * 10 < m->resolved)
+			continue;
+		total += m->unnamed;
+		nmods++;
+		for (size_t k = 0; k < 3; k++)
+			if (!worst[k] || m->unnamed > worst[k]->unnamed) {
+				memmove(worst + k + 1, worst + k, (2 - k) * sizeof *worst);
+				worst[k] = m;
+				break;
+			}
+	}
+	if (!total)
+		return;
+	char line[2048];
+	size_t o = (size_t)snprintf(line, sizeof line, "wsprof: %llu addresses in %zu module%s have no function names (their "
+				     "symbol tables have none for them): ", (unsigned long long)total, nmods,
+				     nmods == 1 ? "" : "s");
+	for (size_t k = 0; k < 3 && worst[k] && o < sizeof line; k++) {
+		char pkg[256];
+		package_of(worst[k]->path, pkg, sizeof pkg);
+		o += (size_t)snprintf(line + o, sizeof line - o, "%s%s (%llu", k ? "; " : "", worst[k]->name,
+				      (unsigned long long)worst[k]->unnamed);
+		if (pkg[0] && o < sizeof line)
+			o += (size_t)snprintf(line + o, sizeof line - o, ", from %s: install its debug symbols, %s-dbgsym or "
+					      "a -dbg package, for names", pkg, pkg);
+		if (o < sizeof line)
+			o += (size_t)snprintf(line + o, sizeof line - o, ")");
+	}
+	fprintf(s->warn, "%s\n", line);
+}
+
 void wsp_syms_free(struct wsp_syms *s)
 {
 	if (!s)
 		return;
+	say_unnamed(s);
 	for (size_t i = 0; i < s->nmods; i++) {
 		if (s->mods[i].dwfl)
 			dwfl_end(s->mods[i].dwfl);
@@ -418,6 +506,7 @@ static int symbolize(struct wsp_syms *s, struct addr_entry *e)
 	}
 	int added = 0;
 	if (m && m->state == MOD_READY) {
+		m->resolved++;
 		Dwarf_Addr pc = m->base + e->offset - 1;
 		added = frames_from_dwarf(s, m, pc, base);
 		if (added < 0)
@@ -426,6 +515,7 @@ static int symbolize(struct wsp_syms *s, struct addr_entry *e)
 			if (!m->indexed && index_build(m))
 				return -ENOMEM;
 			base.function = function_name(s, index_lookup(m, pc));
+			m->unnamed += !base.function;
 		}
 	}
 	if (!added && arena_add(s, base))
