@@ -65,6 +65,37 @@ static inline int wsp_table_room(void *slots, size_t *cap, size_t used, size_t s
 	return 0;
 }
 
+/* An index of the items of an array by hash: a table of item numbers + 1
+ * (0: empty slot) at most half full. When `need` items would make it
+ * fuller, a table of at least 2 * need slots (a power of two, min_cap at
+ * least) is built from the items [first, n) that keep accepts (NULL: all),
+ * each at the first free slot from hash(i, ctx) (mask applied here).
+ * @return 0 or -ENOMEM (the index as it was). */
+static inline int wsp_index_fit(uint32_t **index, size_t *cap, size_t need, size_t min_cap, size_t first, size_t n,
+				size_t (*hash)(size_t i, void *ctx), bool (*keep)(size_t i, void *ctx), void *ctx)
+{
+	if (need * 2 <= *cap)
+		return 0;
+	size_t c = *cap > min_cap ? *cap : min_cap;
+	while (c < need * 2)
+		c *= 2;
+	uint32_t *t = calloc(c, sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = first; i < n; i++) {
+		if (keep && !keep(i, ctx))
+			continue;
+		size_t j = hash(i, ctx) & (c - 1);
+		while (t[j])
+			j = (j + 1) & (c - 1);
+		t[j] = (uint32_t)i + 1;
+	}
+	free(*index);
+	*index = t;
+	*cap = c;
+	return 0;
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 #define WSP_GROW_CHECKED 1
 #elif defined(__has_feature)

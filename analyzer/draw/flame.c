@@ -42,7 +42,7 @@ struct node {
 struct wsp_flame {
 	struct node *nodes;
 	size_t nnodes, nodes_cap;
-	uint32_t *node_slots;  /* open addressing on (parent, label): node index */
+	uint32_t *node_slots;  /* open addressing on (parent, label): node + 1 */
 	size_t node_slots_cap;
 	struct label *labels;
 	size_t nlabels, labels_cap;
@@ -99,53 +99,26 @@ uint64_t wsp_flame_total(const struct wsp_flame *f)
 	return f->nodes[ROOT].total;
 }
 
-/* A power of two at least twice `count`: probes stay short. */
-static size_t slots_for(size_t count)
+static size_t node_hash(size_t i, void *ctx)
 {
-	size_t cap = 64;
-	while (cap < 2 * count)
-		cap *= 2;
-	return cap;
+	const struct node *n = &((const struct wsp_flame *)ctx)->nodes[i];
+	return (size_t)hash_edge(n->parent, n->label);
 }
 
+/* Node slots hold node + 1; the root (node 0) is never in them. */
 static int node_slots_fit(struct wsp_flame *f, size_t count)
 {
-	size_t cap = slots_for(count);
-	if (cap <= f->node_slots_cap)
-		return 0;
-	uint32_t *slots = calloc(cap, sizeof *slots);
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t i = 1; i < f->nnodes; i++) {
-		size_t s = hash_edge(f->nodes[i].parent, f->nodes[i].label) & (cap - 1);
-		while (slots[s])
-			s = (s + 1) & (cap - 1);
-		slots[s] = i;
-	}
-	free(f->node_slots);
-	f->node_slots = slots;
-	f->node_slots_cap = cap;
-	return 0;
+	return wsp_index_fit(&f->node_slots, &f->node_slots_cap, count, 64, 1, f->nnodes, node_hash, NULL, f);
+}
+
+static size_t label_hash(size_t i, void *ctx)
+{
+	return (size_t)((const struct wsp_flame *)ctx)->labels[i].hash;
 }
 
 static int label_slots_fit(struct wsp_flame *f, size_t count)
 {
-	size_t cap = slots_for(count);
-	if (cap <= f->label_slots_cap)
-		return 0;
-	uint32_t *slots = calloc(cap, sizeof *slots);
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < f->nlabels; i++) {
-		size_t s = f->labels[i].hash & (cap - 1);
-		while (slots[s])
-			s = (s + 1) & (cap - 1);
-		slots[s] = i + 1;
-	}
-	free(f->label_slots);
-	f->label_slots = slots;
-	f->label_slots_cap = cap;
-	return 0;
+	return wsp_index_fit(&f->label_slots, &f->label_slots_cap, count, 64, 0, f->nlabels, label_hash, NULL, f);
 }
 
 /* Room for n new labels and nodes, whatever the stack turns out to share. */
@@ -185,12 +158,12 @@ static uint32_t node_child(struct wsp_flame *f, uint32_t parent, uint32_t label)
 {
 	size_t mask = f->node_slots_cap - 1, i = hash_edge(parent, label) & mask;
 	for (; f->node_slots[i]; i = (i + 1) & mask) {
-		const struct node *n = &f->nodes[f->node_slots[i]];
+		const struct node *n = &f->nodes[f->node_slots[i] - 1];
 		if (n->parent == parent && n->label == label)
-			return f->node_slots[i];
+			return f->node_slots[i] - 1;
 	}
 	f->nodes[f->nnodes] = (struct node){ .parent = parent, .label = label };
-	f->node_slots[i] = (uint32_t)f->nnodes;
+	f->node_slots[i] = (uint32_t)f->nnodes + 1;
 	return (uint32_t)f->nnodes++;
 }
 

@@ -35,13 +35,11 @@ struct build {
 
 static uint64_t value_of(const struct wsp_site_stats *s, enum wsp_flame_metric m)
 {
-	switch (m) {
-	case WSP_FLAME_PEAK: return s->peak_bytes;
-	case WSP_FLAME_LEAKED: return s->leaked_bytes;
-	case WSP_FLAME_ALLOCATIONS: return s->allocations;
-	case WSP_FLAME_BYTES: return s->bytes;
-	}
-	return 0;
+	static const enum wsp_site_figure figure[] = {
+		[WSP_FLAME_PEAK] = WSP_FIG_PEAK, [WSP_FLAME_LEAKED] = WSP_FIG_LEAKED,
+		[WSP_FLAME_ALLOCATIONS] = WSP_FIG_ALLOCATIONS, [WSP_FLAME_BYTES] = WSP_FIG_BYTES,
+	};
+	return wsp_site_figure(s, figure[m]);
 }
 
 /* A flame frame is a function (or module+offset), not a line: a function

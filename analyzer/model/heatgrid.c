@@ -272,26 +272,22 @@ static size_t stack_row_hash(const void *slot, void *ctx)
 	return stack_hash(((const struct stack_row *)slot)->stack);
 }
 
+static size_t key_row_hash(size_t i, void *ctx)
+{
+	return (size_t)hash_str(((const struct view *)ctx)->rows[i].label);
+}
+
+static bool is_key_row(size_t i, void *ctx)
+{
+	return ((const struct view *)ctx)->rows[i].what == ROW_KEY;
+}
+
 /* The row of a site or name, made if new; past MAX_KEYS, "other". -1 without memory. */
 long heat_row_of_key(struct heat *h, struct view *v, const char *label, const struct wsp_frame *site)
 {
-	if ((v->keys + 1) * 2 > v->index_cap && v->keys < MAX_KEYS) {
-		size_t cap = v->index_cap ? v->index_cap * 2 : 256;
-		uint32_t *idx = calloc(cap, sizeof *idx);
-		if (!idx)
-			return -1;
-		for (size_t i = 0; i < v->nrows; i++) {
-			if (v->rows[i].what != ROW_KEY)
-				continue;
-			size_t j = hash_str(v->rows[i].label) & (cap - 1);
-			while (idx[j])
-				j = (j + 1) & (cap - 1);
-			idx[j] = (uint32_t)i + 1;
-		}
-		free(v->index);
-		v->index = idx;
-		v->index_cap = cap;
-	}
+	if (v->keys < MAX_KEYS &&
+	    wsp_index_fit(&v->index, &v->index_cap, v->keys + 1, 256, 0, v->nrows, key_row_hash, is_key_row, v))
+		return -1;
 	size_t j = hash_str(label) & (v->index_cap - 1);
 	for (; v->index[j]; j = (j + 1) & (v->index_cap - 1))
 		if (!strcmp(v->rows[v->index[j] - 1].label, label))

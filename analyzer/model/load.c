@@ -200,7 +200,8 @@ const char *wsp_trace_operand(int argc, char **argv, void (*usage)(FILE *))
 {
 	if (optind == argc - 1)
 		return argv[optind];
-	fprintf(stderr, "wsprof: report %s needs exactly one trace file\n", argv[0]);
+	/* argv[0] is a report's name, or export */
+	fprintf(stderr, "wsprof: %s%s needs exactly one trace file\n", strcmp(argv[0], "export") ? "report " : "", argv[0]);
 	usage(stderr);
 	return NULL;
 }

@@ -222,26 +222,18 @@ void model_lose(struct wsp_model *m, const struct wsp_block *b)
 
 /* ---- per-stack figures and threads ------------------------------------ */
 
+static size_t site_key_hash(size_t i, void *ctx)
+{
+	const struct site *s = &((const struct wsp_model *)ctx)->sites[i];
+	return hash64(s->stack * WSPROF_KIND_COUNT + s->kind + 1, 0); /* unmasked */
+}
+
 /* The figures of (kind, stack), made on first use. @return index or -ENOMEM. */
 static int64_t site_of(struct wsp_model *m, unsigned kind, uint64_t stack)
 {
 	uint64_t key = stack * WSPROF_KIND_COUNT + kind + 1;
-	if ((m->nsites + 1) * 2 > m->site_index_cap) {
-		size_t cap = m->site_index_cap ? m->site_index_cap * 2 : 1024;
-		uint32_t *idx = calloc(cap, sizeof *idx);
-		if (!idx)
-			return -ENOMEM;
-		for (size_t i = 0; i < m->nsites; i++) {
-			const struct site *s = &m->sites[i];
-			size_t j = hash64(s->stack * WSPROF_KIND_COUNT + s->kind + 1, cap);
-			while (idx[j])
-				j = (j + 1) & (cap - 1);
-			idx[j] = (uint32_t)i + 1;
-		}
-		free(m->site_index);
-		m->site_index = idx;
-		m->site_index_cap = cap;
-	}
+	if (wsp_index_fit(&m->site_index, &m->site_index_cap, m->nsites + 1, 1024, 0, m->nsites, site_key_hash, NULL, m))
+		return -ENOMEM;
 	size_t j = hash64(key, m->site_index_cap);
 	for (; m->site_index[j]; j = (j + 1) & (m->site_index_cap - 1)) {
 		const struct site *s = &m->sites[m->site_index[j] - 1];

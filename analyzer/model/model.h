@@ -110,6 +110,27 @@ struct wsp_site_stats {
 	uint64_t accessed_bytes, coldest_idle_ns;
 };
 
+/* One figure of a site, by name: what callsites sorts by and flame graphs
+ * size their boxes by. */
+enum wsp_site_figure {
+	WSP_FIG_PEAK, WSP_FIG_ALLOCATIONS, WSP_FIG_BYTES, WSP_FIG_LEAKED, WSP_FIG_TEMPORARY, WSP_FIG_ACCESSED,
+	WSP_FIG_COLD, /* the longest one of its blocks went untouched */
+};
+
+static inline uint64_t wsp_site_figure(const struct wsp_site_stats *s, enum wsp_site_figure f)
+{
+	switch (f) {
+	case WSP_FIG_PEAK: return s->peak_bytes;
+	case WSP_FIG_ALLOCATIONS: return s->allocations;
+	case WSP_FIG_BYTES: return s->bytes;
+	case WSP_FIG_LEAKED: return s->leaked_bytes;
+	case WSP_FIG_TEMPORARY: return s->temporary;
+	case WSP_FIG_ACCESSED: return s->accessed_bytes;
+	case WSP_FIG_COLD: return s->coldest_idle_ns;
+	}
+	return 0;
+}
+
 struct wsp_model;
 
 struct wsp_model_options {

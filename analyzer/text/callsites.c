@@ -28,22 +28,14 @@ struct rows {
 	int err;
 };
 
+/* The sort keys are the site figures, in their order (the coldest memory
+ * first: blocks untouched for longest). */
 enum sort_key { BY_PEAK, BY_ALLOCATIONS, BY_BYTES, BY_LEAKED, BY_TEMPORARY, BY_ACCESSED, BY_COLD };
 static const char *const sort_names[] = { "peak", "allocations", "bytes", "leaked", "temporary", "accessed", "cold" };
 
 static uint64_t metric(const struct wsp_site_stats *s, enum sort_key k)
 {
-	switch (k) {
-	case BY_PEAK: return s->peak_bytes;
-	case BY_ALLOCATIONS: return s->allocations;
-	case BY_BYTES: return s->bytes;
-	case BY_LEAKED: return s->leaked_bytes;
-	case BY_TEMPORARY: return s->temporary;
-	case BY_ACCESSED: return s->accessed_bytes;
-	/* The coldest memory first: blocks untouched for longest. */
-	case BY_COLD: return s->coldest_idle_ns;
-	}
-	return 0;
+	return wsp_site_figure(s, (enum wsp_site_figure)k);
 }
 
 static bool same_site(const struct wsp_frame *a, const struct wsp_frame *b)
@@ -64,24 +56,16 @@ static size_t site_hash(const struct wsp_frame *f, size_t cap)
 	return (size_t)h & (cap - 1);
 }
 
+static size_t row_site_hash(size_t i, void *ctx)
+{
+	return site_hash(&((const struct rows *)ctx)->v[i].site, 0); /* unmasked */
+}
+
 /* The row of a site, made if new. NULL without memory. */
 static struct wsp_site_row *row_of(struct rows *r, const struct wsp_frame *site, uint64_t stack)
 {
-	if (!r->by_stack && (r->n + 1) * 2 > r->index_cap) {
-		size_t cap = r->index_cap ? r->index_cap * 2 : 256;
-		uint32_t *idx = calloc(cap, sizeof *idx);
-		if (!idx)
-			return NULL;
-		for (size_t i = 0; i < r->n; i++) {
-			size_t j = site_hash(&r->v[i].site, cap);
-			while (idx[j])
-				j = (j + 1) & (cap - 1);
-			idx[j] = (uint32_t)i + 1;
-		}
-		free(r->index);
-		r->index = idx;
-		r->index_cap = cap;
-	}
+	if (!r->by_stack && wsp_index_fit(&r->index, &r->index_cap, r->n + 1, 256, 0, r->n, row_site_hash, NULL, r))
+		return NULL;
 	size_t j = 0;
 	if (!r->by_stack) {
 		for (j = site_hash(site, r->index_cap); r->index[j]; j = (j + 1) & (r->index_cap - 1))
@@ -409,34 +393,23 @@ static int open_rows(int argc, char **argv, bool callsites, struct options *o, s
 	return gather(o, callsites ? o->full : true, l, r) ? 1 : -1;
 }
 
-int wsp_cmd_callsites(int argc, char **argv)
+static void callsites_print(const struct options *o, struct wsp_loaded *l, struct rows *r)
 {
-	struct options o;
-	struct wsp_loaded l;
-	struct rows r;
-	int rc = open_rows(argc, argv, true, &o, &l, &r);
-	if (rc >= 0)
-		return rc;
-	size_t shown = r.n < o.top ? r.n : o.top;
-	if (o.json)
-		callsites_json(&o, &l, &r, shown);
+	size_t shown = r->n < o->top ? r->n : o->top;
+	if (o->json)
+		callsites_json(o, l, r, shown);
 	else
-		callsites_text(&o, &l, &r, shown);
-	free(r.v);
-	wsp_loaded_free(&l);
-	return 0;
+		callsites_text(o, l, r, shown);
 }
 
 /* ---- leaks ------------------------------------------------------------- */
 
-int wsp_cmd_leaks(int argc, char **argv)
+/* The stacks still holding blocks, largest first: the rows filtered in place. */
+static void leaks_print(const struct options *po, struct wsp_loaded *pl, struct rows *pr)
 {
-	struct options o;
-	struct wsp_loaded l;
-	struct rows r;
-	int rc = open_rows(argc, argv, false, &o, &l, &r);
-	if (rc >= 0)
-		return rc;
+	const struct options o = *po;
+	struct wsp_loaded l = *pl;
+	struct rows r = *pr;
 	size_t n = 0; /* keep the stacks still holding blocks, in order */
 	uint64_t bytes = 0, blocks = 0;
 	for (size_t i = 0; i < r.n; i++) {
@@ -481,7 +454,29 @@ int wsp_cmd_leaks(int argc, char **argv)
 		if (shown < n)
 			printf("\n  ... %zu more stack%s (--top 0 shows all)\n", n - shown, n - shown == 1 ? "" : "s");
 	}
+}
+
+/* callsites and leaks: the same options and rows, printed their own way. */
+static int rows_command(int argc, char **argv, bool callsites)
+{
+	struct options o;
+	struct wsp_loaded l;
+	struct rows r;
+	int rc = open_rows(argc, argv, callsites, &o, &l, &r);
+	if (rc >= 0)
+		return rc;
+	(callsites ? callsites_print : leaks_print)(&o, &l, &r);
 	free(r.v);
 	wsp_loaded_free(&l);
 	return 0;
+}
+
+int wsp_cmd_callsites(int argc, char **argv)
+{
+	return rows_command(argc, argv, true);
+}
+
+int wsp_cmd_leaks(int argc, char **argv)
+{
+	return rows_command(argc, argv, false);
 }

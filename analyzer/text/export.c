@@ -337,32 +337,23 @@ static void usage(FILE *out)
 	      "  -o FILE      where to write (- for stdout)\n", out);
 }
 
+static int perfetto_option(void *ctx, int val, const char *arg)
+{
+	(void)val;
+	(void)arg;
+	*(bool *)ctx = true; /* --perfetto, the only format */
+	return 0;
+}
+
 int wsp_cmd_export(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "perfetto", no_argument, NULL, 'p' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	static const struct wsp_cli_option own[] = { { "perfetto", no_argument, 0, 'p' }, { 0 } };
 	bool perfetto = false;
-	const char *output = NULL;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p': perfetto = true; break;
-		case 'o': output = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "wsprof: export needs exactly one trace file\n");
-		usage(stderr);
-		return 2;
-	}
-	const char *trace = argv[optind];
+	struct wsp_cli cli;
+	int parsed = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT, own, perfetto_option, &perfetto, usage, &cli);
+	if (parsed >= 0)
+		return parsed;
+	const char *output = cli.out, *trace = cli.trace;
 	if (!perfetto) {
 		fprintf(stderr, "wsprof: say what to export: wsprof export --perfetto -o trace.json %s\n", trace);
 		return 2;
