@@ -7,6 +7,7 @@
  */
 #include "views.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,10 +113,22 @@ static void draw_distribution(cairo_t *cr, const struct wsp_wss_point *pts, size
 	static const char *const names[5] = { "p0", "p25", "p50", "p75", "p100" };
 	for (int i = 0; i < 5; i++)
 		wsp_chart_mark(&c, (double)p[i] + width / 2, WSP_C_ACCENT, NULL);
+	/* Each label on the first row where it clears the labels already
+	 * placed: percentiles often coincide (p25 = p50 on a steady run). */
+	double placed_x[5];
+	int placed_row[5], nplaced = 0;
 	for (int i = 0; i < 5; i++) {
 		double px = wsp_chart_px(&c, (double)p[i] + width / 2);
+		int row = 0;
+		for (bool clash = true; clash && row < 5; row += clash) {
+			clash = false;
+			for (int k = 0; k < nplaced && !clash; k++)
+				clash = placed_row[k] == row && fabs(placed_x[k] - px) < 22;
+		}
+		placed_x[nplaced] = px;
+		placed_row[nplaced++] = row;
 		wsp_set_colour(cr, WSP_C_ACCENT, 1);
-		wsp_text(cr, px, c.y + 16 + 9 * (i % 2), 7.5, true, WSP_CENTER, names[i]);
+		wsp_text(cr, px, c.y + 16 + 9 * row, 7.5, true, WSP_CENTER, names[i]);
 	}
 	wsp_chart_mark(&c, mean + width / 2, WSP_C_FAIL, "mean");
 	free(v);
