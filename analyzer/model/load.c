@@ -23,6 +23,7 @@
 #pragma weak wsp_syms_new
 #pragma weak wsp_syms_free
 #pragma weak wsp_syms_note_stack
+#pragma weak wsp_syms_cache
 
 /* Events between two looks at the clock: reading stays as fast as it was,
  * and even a slow reader looks several times a second. */
@@ -125,8 +126,11 @@ static int load(const char *path, const struct wsp_model_options *opt, bool symb
 	struct wsp_model_options o = opt ? *opt : (struct wsp_model_options){ 0 };
 	o.sample_bytes = wsprof_trace_process(out->trace)->sample_bytes; /* heap blocks weigh 1/p */
 	out->model = wsp_model_new(&o);
-	if (symbols && wsp_syms_new)
+	if (symbols && wsp_syms_new) {
 		out->syms = wsp_syms_new(stderr);
+		if (out->syms)
+			wsp_syms_cache(out->syms, path); /* names a report found before */
+	}
 	if (!out->model || (symbols && !out->syms)) {
 		fprintf(stderr, "wsprof: out of memory\n");
 		wsp_loaded_free(out);

@@ -21,6 +21,8 @@
 #include <elfutils/libdwfl.h>
 #include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,7 @@ struct mod {
 	bool indexed;
 	uint64_t unnamed;     /* addresses in it that no symbol names */
 	uint64_t resolved;    /* addresses in it looked up */
+	char bid[129];        /* the build-id in hex, "" without one: the cache's key */
 };
 
 /* A function symbol of a module: where it starts (as libdwfl places the
@@ -64,8 +67,16 @@ struct node_ref {
 struct addr_entry {
 	int32_t mod;
 	bool used;
+	bool fresh;           /* symbolized here, not found in the cache */
 	uint64_t offset;
 	uint32_t first, count; /* frames in the arena */
+};
+
+/* An address the cache knew: (build-id, offset) -> frames in cache_frames. */
+struct cached {
+	const char *bid;      /* interned; NULL: empty slot */
+	uint64_t offset;
+	uint32_t first, count;
 };
 
 struct wsp_syms {
@@ -82,6 +93,12 @@ struct wsp_syms {
 	size_t strcap, nstrings;
 	struct wsp_frame *out; /* the last wsp_syms_stack() answer */
 	size_t outcap;
+	char *cache_path;     /* where names are kept between reports; NULL: nowhere */
+	struct cached *cache; /* open addressing */
+	size_t cache_cap, ncache;
+	struct wsp_frame *cache_frames;
+	size_t ncache_frames, cache_frames_cap;
+	size_t fresh;         /* addresses symbolized here */
 };
 
 static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
@@ -152,7 +169,7 @@ static void say_unnamed(const struct wsp_syms *s)
 		const struct mod *m = &s->mods[i];
 		/* A stray frame or two (a loader's entry point) is no news: a
 		 * module is named when a tenth of its addresses, and 16, are. */
-		if (m->state != MOD_READY || m->unnamed < 16 || m->unnamed * 10 < m->resolved)
+		if (m->state == MOD_UNUSABLE || m->unnamed < 16 || m->unnamed * 10 < m->resolved)
 			continue;
 		total += m->unnamed;
 		nmods++;
@@ -183,11 +200,17 @@ static void say_unnamed(const struct wsp_syms *s)
 	fprintf(s->warn, "%s\n", line);
 }
 
+static void cache_save(struct wsp_syms *s);
+
 void wsp_syms_free(struct wsp_syms *s)
 {
 	if (!s)
 		return;
 	say_unnamed(s);
+	cache_save(s);
+	free(s->cache_path);
+	free(s->cache);
+	free(s->cache_frames);
 	for (size_t i = 0; i < s->nmods; i++) {
 		if (s->mods[i].dwfl)
 			dwfl_end(s->mods[i].dwfl);
@@ -279,6 +302,8 @@ static int32_t module_of(struct wsp_syms *s, const wsprof_module_info *info)
 	if (info->build_id_len)
 		memcpy(m->build_id, info->build_id, info->build_id_len);
 	m->build_id_len = info->build_id_len;
+	for (size_t i = 0; i < info->build_id_len && i < 64; i++)
+		snprintf(m->bid + 2 * i, 3, "%02x", info->build_id[i]);
 	m->base = info->base;
 	const char *slash = strrchr(m->path, '/');
 	m->name = slash ? slash + 1 : m->path;
@@ -431,6 +456,185 @@ static int frames_from_dwarf(struct wsp_syms *s, struct mod *m, Dwarf_Addr pc, s
 	return added;
 }
 
+/* ---- the cache of names between reports -------------------------------- */
+
+/* Names are kept beside the trace (TRACE.symbols), or, where its directory
+ * cannot be written, in the user's cache directory, keyed by each module's
+ * build-id and the address's offset: a module rebuilt has another build-id,
+ * so nothing stale is ever found. Written whole to a temporary file and
+ * renamed, so two reports at once each leave a whole file. */
+
+#define CACHE_MAGIC "wsprof symbols 1"
+
+static size_t cached_hash(const char *bid, uint64_t offset, size_t cap)
+{
+	uint64_t h = (uint64_t)(uintptr_t)bid * 0x9e3779b97f4a7c15ull ^ offset * 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 31;
+	return (size_t)h & (cap - 1);
+}
+
+static bool cached_used(const void *slot)
+{
+	return ((const struct cached *)slot)->bid != NULL;
+}
+
+static size_t cached_rehash(const void *slot, void *ctx)
+{
+	(void)ctx;
+	const struct cached *c = slot;
+	return cached_hash(c->bid, c->offset, 0);
+}
+
+static const struct cached *cache_find(const struct wsp_syms *s, const char *bid, uint64_t offset)
+{
+	if (!s->cache_cap)
+		return NULL;
+	for (size_t j = cached_hash(bid, offset, s->cache_cap); s->cache[j].bid; j = (j + 1) & (s->cache_cap - 1))
+		if (s->cache[j].bid == bid && s->cache[j].offset == offset)
+			return &s->cache[j];
+	return NULL;
+}
+
+static int cache_add(struct wsp_syms *s, const char *bid, uint64_t offset, uint32_t first, uint32_t count)
+{
+	if (wsp_table_room(&s->cache, &s->cache_cap, s->ncache, sizeof *s->cache, 1024, cached_used, cached_rehash, NULL))
+		return -ENOMEM;
+	size_t j = cached_hash(bid, offset, s->cache_cap);
+	while (s->cache[j].bid)
+		j = (j + 1) & (s->cache_cap - 1);
+	s->cache[j] = (struct cached){ bid, offset, first, count };
+	s->ncache++;
+	return 0;
+}
+
+static char *field(char **at)
+{
+	char *f = *at, *tab = strchr(f, '\t');
+	if (tab) {
+		*tab = 0;
+		*at = tab + 1;
+	} else {
+		*at = f + strlen(f);
+	}
+	return f;
+}
+
+/* Read the cache file; a damaged one is read up to the damage. */
+static void cache_load(struct wsp_syms *s)
+{
+	FILE *f = fopen(s->cache_path, "re");
+	if (!f)
+		return;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, f);
+	bool ok = n > 0 && !strncmp(line, CACHE_MAGIC "\n", (size_t)n);
+	while (ok && (n = getline(&line, &cap, f)) > 0) {
+		line[strcspn(line, "\n")] = 0;
+		char *at = line;
+		const char *bid = intern(s, field(&at));
+		uint64_t offset = strtoull(field(&at), NULL, 16);
+		unsigned long count = strtoul(field(&at), NULL, 10);
+		if (!bid || !*bid || count > 256)
+			break;
+		uint32_t first = (uint32_t)s->ncache_frames;
+		for (unsigned long k = 0; ok && k < count; k++) {
+			if (getline(&line, &cap, f) <= 0 || line[0] != '\t') {
+				ok = false;
+				break;
+			}
+			line[strcspn(line, "\n")] = 0;
+			at = line + 1;
+			struct wsp_frame fr = { 0 };
+			fr.inlined = field(&at)[0] == '1';
+			fr.line = (unsigned)strtoul(field(&at), NULL, 10);
+			const char *fn = field(&at), *file = field(&at);
+			fr.function = *fn ? intern(s, fn) : NULL;
+			fr.file = *file ? intern(s, file) : NULL;
+			if (wsp_grow(&s->cache_frames, &s->cache_frames_cap, s->ncache_frames + 1, sizeof *s->cache_frames))
+				ok = false;
+			else
+				s->cache_frames[s->ncache_frames++] = fr;
+		}
+		if (ok && cache_add(s, bid, offset, first, (uint32_t)count))
+			ok = false;
+	}
+	free(line);
+	fclose(f);
+}
+
+static void write_frames(FILE *f, const char *bid, uint64_t offset, const struct wsp_frame *v, size_t n)
+{
+	fprintf(f, "%s\t%llx\t%zu\n", bid, (unsigned long long)offset, n);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "\t%d\t%u\t%s\t%s\n", v[i].inlined, v[i].line, v[i].function ? v[i].function : "",
+			v[i].file ? v[i].file : "");
+}
+
+/* What was known before and what this report added, to a temporary file
+ * renamed into place. A cache that cannot be written is simply not kept. */
+static void cache_save(struct wsp_syms *s)
+{
+	if (!s->cache_path || !s->fresh)
+		return;
+	char tmp[PATH_MAX + 32];
+	snprintf(tmp, sizeof tmp, "%s.%d.tmp", s->cache_path, (int)getpid());
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return;
+	fprintf(f, CACHE_MAGIC "\n");
+	for (size_t i = 0; i < s->cache_cap; i++)
+		if (s->cache[i].bid)
+			write_frames(f, s->cache[i].bid, s->cache[i].offset, s->cache_frames + s->cache[i].first,
+				     s->cache[i].count);
+	for (size_t i = 0; i < s->addrcap; i++) {
+		const struct addr_entry *e = &s->addrs[i];
+		if (e->used && e->fresh)
+			write_frames(f, s->mods[e->mod].bid, e->offset, s->arena + e->first, e->count);
+	}
+	if (fclose(f) != 0 || rename(tmp, s->cache_path) != 0)
+		unlink(tmp);
+}
+
+void wsp_syms_cache(struct wsp_syms *s, const char *trace_path)
+{
+	char dir[PATH_MAX], path[2 * PATH_MAX + 64];
+	snprintf(dir, sizeof dir, "%s", trace_path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	else
+		snprintf(dir, sizeof dir, ".");
+	const char *off = getenv("WSPROF_SYMBOL_CACHE");
+	if (off && !strcmp(off, "0"))
+		return;
+	if (access(dir, W_OK) == 0) {
+		snprintf(path, sizeof path, "%s.symbols", trace_path);
+	} else {
+		/* Elsewhere, named after the trace's whole path. */
+		char real[PATH_MAX], base[PATH_MAX];
+		const char *home = getenv("HOME"), *xdg = getenv("XDG_CACHE_HOME");
+		if (!realpath(trace_path, real) || (!xdg && !home))
+			return;
+		if (xdg && *xdg)
+			snprintf(base, sizeof base, "%s/wsprof", xdg);
+		else
+			snprintf(base, sizeof base, "%s/.cache", home);
+		mkdir(base, 0700);
+		if (!xdg || !*xdg) {
+			size_t n = strlen(base);
+			snprintf(base + n, sizeof base - n, "/wsprof");
+		}
+		mkdir(base, 0700);
+		const char *name = strrchr(real, '/');
+		snprintf(path, sizeof path, "%s/%s.%016llx.symbols", base, name ? name + 1 : real,
+			 (unsigned long long)hash_bytes(real, strlen(real), 14695981039346656037ull));
+	}
+	s->cache_path = strdup(path);
+	if (s->cache_path)
+		cache_load(s);
+}
+
 /* ---- the symbol index ------------------------------------------------ */
 
 static int by_address(const void *a, const void *b)
@@ -501,12 +705,28 @@ static int symbolize(struct wsp_syms *s, struct addr_entry *e)
 	struct mod *m = e->mod >= 0 ? &s->mods[e->mod] : NULL;
 	if (m) {
 		base.module = intern(s, m->name);
-		if (m->state == MOD_UNTRIED)
-			module_open(s, m);
 	}
 	int added = 0;
+	const struct cached *hit = m && m->bid[0] ? cache_find(s, intern(s, m->bid), e->offset) : NULL;
+	if (hit) { /* named by an earlier report: the module need not even be opened */
+		m->resolved++;
+		for (uint32_t k = 0; k < hit->count; k++) {
+			struct wsp_frame f = s->cache_frames[hit->first + k];
+			f.module = base.module;
+			f.offset = base.offset;
+			if (arena_add(s, f))
+				return -ENOMEM;
+		}
+		m->unnamed += hit->count == 1 && !s->cache_frames[hit->first].function;
+		e->count = hit->count;
+		return 0;
+	}
+	if (m && m->state == MOD_UNTRIED)
+		module_open(s, m);
 	if (m && m->state == MOD_READY) {
 		m->resolved++;
+		e->fresh = m->bid[0] != 0;
+		s->fresh += e->fresh;
 		Dwarf_Addr pc = m->base + e->offset - 1;
 		added = frames_from_dwarf(s, m, pc, base);
 		if (added < 0)

@@ -38,6 +38,11 @@ struct wsp_syms;
 /* warn: where one-line warnings go (a rebuilt or missing module), or NULL. */
 struct wsp_syms *wsp_syms_new(FILE *warn);
 void wsp_syms_free(struct wsp_syms *s);
+/* Keep names between reports of the trace at trace_path: read the cache
+ * kept for it (TRACE.symbols beside it, or in the user's cache directory
+ * where that is read-only), and write it back, with what this report
+ * named, when s is freed. WSPROF_SYMBOL_CACHE=0 keeps none. */
+void wsp_syms_cache(struct wsp_syms *s, const char *trace_path);
 
 /* Bind a stack's addresses to the modules loaded at this point of the
  * stream. Call for every stack as the events that use it are read.

@@ -15,6 +15,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 TestSuite(dlopen, .fini = wt_cleanup, .timeout = 60);
 
@@ -128,4 +129,41 @@ Test(dlopen, a_library_opened_by_a_relative_path_is_named_anywhere)
 	wt_result_free(&r);
 	wt_result_free(&run);
 	free(trace), free(expect), free(prog), free(from), free(to);
+}
+
+/* Names are kept beside the trace (TRACE.symbols) by the first report
+ * that finds them: a later report names the library's frames even once
+ * the library is gone, and without the cache (WSPROF_SYMBOL_CACHE=0) it
+ * cannot. The cache is keyed by the module's build-id, so a library
+ * rebuilt under the same name is never given another build's names. */
+Test(dlopen, names_are_kept_beside_the_trace_for_later_reports)
+{
+	const char *dir = wt_test_dir();
+	char *from = wt_prog("libtestalloc.so"), *to = wt_path(dir, "libtestalloc.so");
+	size_t len = 0;
+	char *bytes = wt_read_file(from, &len);
+	cr_assert(bytes && wt_write_file(to, bytes, len) == 0, "cannot copy %s", from);
+	free(bytes);
+	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json"), *prog = wt_prog("alloc_dlopen");
+	char *cache = wt_path(dir, "t.wsp.symbols");
+	struct wt_result run, first, later, uncached;
+	wt_run(&run, (const char *[]){ "/usr/bin/env", "-C", dir, wt_wsprof(), "record", "-o", trace, "--", prog, expect,
+				       "./libtestalloc.so", NULL });
+	wt_assert_status(&run, 0, "alloc_dlopen ./libtestalloc.so");
+	wt_run(&first, (const char *[]){ wt_wsprof(), "report", "leaks", trace, NULL });
+	wt_assert_status(&first, 0, "the first report");
+	cr_expect(wt_file_exists(cache), "no %s after the first report", cache);
+	cr_assert_eq(unlink(to), 0, "cannot remove the library");
+	wt_run(&later, (const char *[]){ wt_wsprof(), "report", "leaks", trace, NULL });
+	wt_assert_status(&later, 0, "a report with the library gone");
+	cr_expect(strstr(later.out, "testalloc_make (testalloc.c:"), "the cache did not name the library's frames:\n%s",
+		  later.out);
+	wt_run(&uncached, (const char *[]){ "/usr/bin/env", "WSPROF_SYMBOL_CACHE=0", wt_wsprof(), "report", "leaks", trace,
+					    NULL });
+	cr_expect(!strstr(uncached.out, "testalloc_make"), "without the cache the gone library was still named");
+	wt_result_free(&uncached);
+	wt_result_free(&later);
+	wt_result_free(&first);
+	wt_result_free(&run);
+	free(cache), free(trace), free(expect), free(prog), free(from), free(to);
 }
