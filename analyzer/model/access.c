@@ -16,8 +16,28 @@
 
 /* ---- access samples --------------------------------------------------- */
 
+/* One region's walk of the memory blocks, in address order. */
+struct overlap {
+	struct wsp_model *m;
+	uint64_t addr, end;
+	void (*fn)(struct wsp_model *, struct wsp_block *, uint64_t, void *);
+	void *arg;
+};
+
+static void overlap_node(uint32_t node, void *p)
+{
+	struct overlap *o = p;
+	struct wsp_block *b = model_heap_find(o->m, wsp_treap_key(&o->m->by_addr[0].pool, node));
+	if (!b || b->addr + b->size <= o->addr)
+		return;
+	uint64_t lo = b->addr > o->addr ? b->addr : o->addr, hi = b->addr + b->size < o->end ? b->addr + b->size : o->end;
+	o->fn(o->m, b, hi - lo, o->arg);
+}
+
 /* Call fn for each live block (memory name space, and mmap ranges) that
- * overlaps [addr, addr+len), with the bytes of the overlap. */
+ * overlaps [addr, addr+len), with the bytes of the overlap. The blocks are
+ * walked in order through the treap (one descent, then a step per block),
+ * from the last one starting at or before addr. */
 static int each_overlap(struct wsp_model *m, uint64_t addr, uint64_t len,
 			void (*fn)(struct wsp_model *, struct wsp_block *, uint64_t, void *), void *arg)
 {
@@ -26,16 +46,12 @@ static int each_overlap(struct wsp_model *m, uint64_t addr, uint64_t len,
 	if (!m->ordered && model_build_ordered(m))
 		return -ENOMEM;
 	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
+	/* Keys of other name spaces lie above every memory key. */
+	uint64_t below = end < wsp_key_in(WSP_SPACE_REGISTERED, 0) ? end : wsp_key_in(WSP_SPACE_REGISTERED, 0);
 	uint64_t k = model_treap_floor(&m->by_addr[0], addr);
-	if (!k || wsp_key_space(k) != WSP_SPACE_MEMORY)
-		k = model_treap_ceil(&m->by_addr[0], addr);
-	for (; k && k < end && wsp_key_space(k) == WSP_SPACE_MEMORY; k = model_treap_ceil(&m->by_addr[0], k + 1)) {
-		struct wsp_block *b = model_heap_find(m, k);
-		if (!b || b->addr + b->size <= addr)
-			continue;
-		uint64_t lo = b->addr > addr ? b->addr : addr, hi = b->addr + b->size < end ? b->addr + b->size : end;
-		fn(m, b, hi - lo, arg);
-	}
+	uint64_t from = k && wsp_key_space(k) == WSP_SPACE_MEMORY ? k : addr;
+	struct overlap o = { m, addr, end, fn, arg };
+	wsp_treap_each(&m->by_addr[0].pool, m->by_addr[0].root, from, below, overlap_node, &o);
 	struct range_set *rs = &m->ranges[0];
 	for (size_t i = model_range_first_after(rs, addr); i < rs->n && rs->v[i].addr < end; i++) {
 		struct wsp_block *b = &rs->v[i];
@@ -114,6 +130,7 @@ struct departed_walk {
 	uint64_t end_ns;
 	wsprof_region *live;
 	size_t nlive, live_cap;
+	size_t at;            /* the first live part that may still reach a departed block */
 	bool oom;
 	uint64_t cursor;
 	void (*fn)(const struct wsp_block *, uint64_t bytes, void *);
@@ -134,16 +151,49 @@ static void note_live(struct wsp_model *m, struct wsp_block *b, uint64_t bytes, 
 	w->live[w->nlive++] = (wsprof_region){ b->addr, b->size };
 }
 
-/* Bytes of [lo, hi) that no live block of the region holds. */
-static uint64_t outside_live(const struct departed_walk *w, uint64_t lo, uint64_t hi)
+/* Bytes of [lo, hi) that no live block of the region holds. The live
+ * parts are sorted and disjoint (live_union), and the departed blocks come
+ * in order of start, so the parts before lo are never looked at again. */
+static uint64_t outside_live(struct departed_walk *w, uint64_t lo, uint64_t hi)
 {
+	while (w->at < w->nlive && w->live[w->at].addr + w->live[w->at].len <= lo)
+		w->at++;
 	uint64_t bytes = hi - lo;
-	for (size_t i = 0; i < w->nlive; i++) {
+	for (size_t i = w->at; i < w->nlive && w->live[i].addr < hi; i++) {
 		uint64_t p = w->live[i].addr > lo ? w->live[i].addr : lo;
 		uint64_t e = w->live[i].addr + w->live[i].len, q = e < hi ? e : hi;
 		bytes -= q > p ? q - p : 0;
 	}
 	return bytes;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	uint64_t x = ((const wsprof_region *)a)->addr, y = ((const wsprof_region *)b)->addr;
+	return x < y ? -1 : x > y;
+}
+
+/* The live parts as a sorted union: heap blocks come before mmap ranges,
+ * which may hold them (an allocator's own mappings). */
+static void live_union(struct departed_walk *w)
+{
+	bool sorted = true;
+	for (size_t i = 1; i < w->nlive && sorted; i++)
+		sorted = w->live[i - 1].addr + w->live[i - 1].len <= w->live[i].addr;
+	if (sorted)
+		return;
+	qsort(w->live, w->nlive, sizeof *w->live, by_start);
+	size_t n = 0;
+	for (size_t i = 0; i < w->nlive; i++) {
+		uint64_t end = w->live[i].addr + w->live[i].len;
+		if (n && w->live[i].addr <= w->live[n - 1].addr + w->live[n - 1].len) {
+			if (end > w->live[n - 1].addr + w->live[n - 1].len)
+				w->live[n - 1].len = end - w->live[n - 1].addr;
+		} else {
+			w->live[n++] = w->live[i];
+		}
+	}
+	w->nlive = n;
 }
 
 /* Each byte once: what lies below the cursor was counted. */
@@ -168,6 +218,8 @@ int wsp_model_each_departed(struct wsp_model *m, uint64_t start_ns, uint64_t end
 	int err = each_overlap(m, addr, len, note_live, &w);
 	if (!err && w.oom)
 		err = -ENOMEM;
+	if (!err)
+		live_union(&w);
 	if (!err)
 		err = wsp_departed_each_overlap(m->departed, start_ns, end_ns, addr, len, walk_departed, &w);
 	free(w.live);
