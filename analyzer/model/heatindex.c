@@ -79,18 +79,33 @@ void heat_unnamed_row(struct heat *h, uint32_t *row)
 	*row = (uint32_t)v->unnamed;
 }
 
+/* A block of the live set, for the index being built again. */
+struct pending {
+	enum layer layer;
+	size_t seq;           /* the order blocks came in: the last of one start wins */
+	struct node node;
+};
+
+struct rebuilding {
+	struct heat *h;
+	struct pending *v;
+	size_t n, cap;
+};
+
 static void index_block(const struct wsp_block *b, void *arg)
 {
-	struct heat *h = arg;
+	struct rebuilding *rb = arg;
+	struct heat *h = rb->h;
 	if (h->err || b->excluded || !kind_wanted(h->opt->kind, b->kind) || !b->size)
 		return;
-	uint64_t lo = wsp_block_addr(b);
-	uint32_t i = index_insert(&h->index, layer_of_block(b), lo, lo + b->size);
-	if (!i) {
+	if (wsp_grow(&rb->v, &rb->cap, rb->n + 1, sizeof *rb->v)) {
 		h->err = -ENOMEM;
 		return;
 	}
-	struct node *nd = &h->index.v[i - 1];
+	uint64_t lo = wsp_block_addr(b);
+	struct node *nd = &rb->v[rb->n].node;
+	rb->v[rb->n] = (struct pending){ layer_of_block(b), rb->n, { .lo = lo, .hi = lo + b->size } };
+	rb->n++;
 	nd->weight = (float)((double)wsp_model_block_bytes(h->l.model, b) / (double)b->size);
 	if (h->views[WSP_HEAT_BY_CALLSITE].wanted) {
 		long r = heat_row_of_stack(h, b->stack);
@@ -104,7 +119,19 @@ static void index_block(const struct wsp_block *b, void *arg)
 	}
 }
 
-/* The live blocks as the model has them now, when the index fell behind. */
+static int by_layer_start(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+	if (x->layer != y->layer)
+		return x->layer < y->layer ? -1 : 1;
+	if (x->node.lo != y->node.lo)
+		return x->node.lo < y->node.lo ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The live blocks as the model has them now, when the index fell behind:
+ * gathered, sorted, and each layer's tree made at once (inserting them
+ * one by one was most of a long report's time). */
 int heat_index_rebuild(struct heat *h)
 {
 	if (!h->stale)
@@ -112,7 +139,37 @@ int heat_index_rebuild(struct heat *h)
 	struct index *x = &h->index;
 	wsp_tpool_free(&x->pool); /* every node is the model's again */
 	memset(x->root, 0, sizeof x->root);
-	wsp_model_each_live(h->l.model, index_block, h);
+	struct rebuilding rb = { h, NULL, 0, 0 };
+	wsp_model_each_live(h->l.model, index_block, &rb);
+	if (!h->err && rb.n)
+		qsort(rb.v, rb.n, sizeof *rb.v, by_layer_start);
+	/* One block per start in a layer, the last that came (as inserting them would). */
+	size_t n = 0;
+	for (size_t i = 0; i < rb.n; i++) {
+		if (n && rb.v[n - 1].layer == rb.v[i].layer && rb.v[n - 1].node.lo == rb.v[i].node.lo)
+			n--;
+		rb.v[n++] = rb.v[i];
+	}
+	uint64_t *keys = n ? malloc(n * sizeof *keys) : NULL;
+	uint32_t *nodes = n ? malloc(n * sizeof *nodes) : NULL;
+	if (n && (!keys || !nodes))
+		h->err = -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		keys[i] = rb.v[i].node.lo;
+	for (size_t a = 0, b; !h->err && a < n; a = b) {
+		for (b = a; b < n && rb.v[b].layer == rb.v[a].layer; b++)
+			;
+		if (wsp_treap_build(&x->pool, &x->root[rb.v[a].layer], keys + a, b - a, nodes + a) ||
+		    wsp_grow(&x->v, &x->cap, x->pool.n, sizeof *x->v)) {
+			h->err = -ENOMEM;
+			break;
+		}
+		for (size_t i = a; i < b; i++)
+			x->v[nodes[i] - 1] = rb.v[i].node;
+	}
+	free(keys);
+	free(nodes);
+	free(rb.v);
 	h->stale = false;
 	return h->err;
 }

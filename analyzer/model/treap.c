@@ -116,6 +116,38 @@ void wsp_treap_each(const struct wsp_tpool *p, uint32_t t, uint64_t from, uint64
 		wsp_treap_each(p, N(t).right, from, below, fn, arg);
 }
 
+/* The subtree of nodes[lo, hi) (their keys in order), rooted at the middle:
+ * the deeper, the lower the priority, so the heap order holds. */
+static uint32_t build(struct wsp_tpool *p, const uint32_t *nodes, size_t lo, size_t hi, uint32_t prio)
+{
+	if (lo >= hi)
+		return 0;
+	size_t mid = lo + (hi - lo) / 2;
+	uint32_t t = nodes[mid];
+	N(t).prio = prio;
+	N(t).left = build(p, nodes, lo, mid, prio - 1);
+	N(t).right = build(p, nodes, mid + 1, hi, prio - 1);
+	return t;
+}
+
+int wsp_treap_build(struct wsp_tpool *p, uint32_t *root, const uint64_t *keys, size_t n, uint32_t *node)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t t = p->free_list;
+		if (t) {
+			p->free_list = N(t).left;
+		} else {
+			if (p->n >= UINT32_MAX - 1 || wsp_grow(&p->v, &p->cap, p->n + 1, sizeof *p->v))
+				return -1;
+			t = (uint32_t)++p->n;
+		}
+		N(t) = (struct wsp_tnode){ .key = keys[i] };
+		node[i] = t;
+	}
+	*root = build(p, node, 0, n, UINT32_MAX);
+	return 0;
+}
+
 void wsp_tpool_free(struct wsp_tpool *p)
 {
 	free(p->v);

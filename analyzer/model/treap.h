@@ -37,6 +37,10 @@ uint32_t wsp_treap_ceil(const struct wsp_tpool *p, uint32_t root, uint64_t key);
 /* fn for every node whose key is in [from, below), in key order. */
 void wsp_treap_each(const struct wsp_tpool *p, uint32_t root, uint64_t from, uint64_t below,
 		    void (*fn)(uint32_t node, void *arg), void *arg);
+/* A tree made at once from keys sorted ascending and unique (balanced,
+ * each node's priority above its children's), put at *root, which must
+ * be empty; node[i] gets keys[i]'s node. @return 0 or -ENOMEM. */
+int wsp_treap_build(struct wsp_tpool *p, uint32_t *root, const uint64_t *keys, size_t n, uint32_t *node);
 void wsp_tpool_free(struct wsp_tpool *p);
 
 static inline uint64_t wsp_treap_key(const struct wsp_tpool *p, uint32_t node)
