@@ -7,6 +7,7 @@
 
 #include "grow.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define N(i) (p->v[(i) - 1])
@@ -138,7 +139,7 @@ int wsp_treap_build(struct wsp_tpool *p, uint32_t *root, const uint64_t *keys, s
 			p->free_list = N(t).left;
 		} else {
 			if (p->n >= UINT32_MAX - 1 || wsp_grow(&p->v, &p->cap, p->n + 1, sizeof *p->v))
-				return -1;
+				return -ENOMEM;
 			t = (uint32_t)++p->n;
 		}
 		N(t) = (struct wsp_tnode){ .key = keys[i] };

@@ -46,7 +46,8 @@ struct mod {
 	bool indexed;
 	uint64_t unnamed;     /* addresses in it that no symbol names */
 	uint64_t resolved;    /* addresses in it looked up */
-	char bid[129];        /* the build-id in hex, "" without one: the cache's key */
+	char bid[129];        /* the build-id in hex, "" without one */
+	const char *key;      /* bid interned: the cache's key; NULL without a build-id */
 };
 
 /* A function symbol of a module: where it starts (as libdwfl places the
@@ -304,6 +305,7 @@ static int32_t module_of(struct wsp_syms *s, const wsprof_module_info *info)
 	m->build_id_len = info->build_id_len;
 	for (size_t i = 0; i < info->build_id_len && i < 64; i++)
 		snprintf(m->bid + 2 * i, 3, "%02x", info->build_id[i]);
+	m->key = m->bid[0] ? intern(s, m->bid) : NULL;
 	m->base = info->base;
 	const char *slash = strrchr(m->path, '/');
 	m->name = slash ? slash + 1 : m->path;
@@ -707,7 +709,7 @@ static int symbolize(struct wsp_syms *s, struct addr_entry *e)
 		base.module = intern(s, m->name);
 	}
 	int added = 0;
-	const struct cached *hit = m && m->bid[0] ? cache_find(s, intern(s, m->bid), e->offset) : NULL;
+	const struct cached *hit = m && m->key ? cache_find(s, m->key, e->offset) : NULL;
 	if (hit) { /* named by an earlier report: the module need not even be opened */
 		m->resolved++;
 		for (uint32_t k = 0; k < hit->count; k++) {
@@ -725,7 +727,7 @@ static int symbolize(struct wsp_syms *s, struct addr_entry *e)
 		module_open(s, m);
 	if (m && m->state == MOD_READY) {
 		m->resolved++;
-		e->fresh = m->bid[0] != 0;
+		e->fresh = m->key != NULL;
 		s->fresh += e->fresh;
 		Dwarf_Addr pc = m->base + e->offset - 1;
 		added = frames_from_dwarf(s, m, pc, base);

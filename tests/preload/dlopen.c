@@ -105,30 +105,40 @@ Test(dlopen, a_block_that_outlives_its_library_is_named_by_it)
 	wt_recording_free(&rec);
 }
 
-/* dlopen("./libtestalloc.so") from the directory it is in: the trace
- * keeps the library's whole path, so a report run anywhere names its
- * functions (the loader itself keeps the relative path it was given). */
-Test(dlopen, a_library_opened_by_a_relative_path_is_named_anywhere)
+/* alloc_dlopen run from `dir`, into which libtestalloc.so is copied, opening
+ * it as "./libtestalloc.so". @return the trace (free it); *lib gets the
+ * copy's path (free it). */
+static char *record_relative(const char *dir, char **lib)
 {
-	const char *dir = wt_test_dir();
-	char *from = wt_prog("libtestalloc.so"), *to = wt_path(dir, "libtestalloc.so");
+	char *from = wt_prog("libtestalloc.so");
+	*lib = wt_path(dir, "libtestalloc.so");
 	size_t len = 0;
 	char *bytes = wt_read_file(from, &len);
-	cr_assert(bytes && wt_write_file(to, bytes, len) == 0, "cannot copy %s", from);
+	cr_assert(bytes && wt_write_file(*lib, bytes, len) == 0, "cannot copy %s", from);
 	free(bytes);
 	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json"), *prog = wt_prog("alloc_dlopen");
 	struct wt_result run;
 	wt_run(&run, (const char *[]){ "/usr/bin/env", "-C", dir, wt_wsprof(), "record", "-o", trace, "--", prog, expect,
 				       "./libtestalloc.so", NULL });
 	wt_assert_status(&run, 0, "alloc_dlopen ./libtestalloc.so");
+	wt_result_free(&run);
+	free(expect), free(prog), free(from);
+	return trace;
+}
+
+/* dlopen("./libtestalloc.so") from the directory it is in: the trace
+ * keeps the library's whole path, so a report run anywhere names its
+ * functions (the loader itself keeps the relative path it was given). */
+Test(dlopen, a_library_opened_by_a_relative_path_is_named_anywhere)
+{
+	char *lib, *trace = record_relative(wt_test_dir(), &lib);
 	/* From another directory: the test's own. */
 	struct wt_result r;
 	wt_run(&r, (const char *[]){ wt_wsprof(), "report", "leaks", trace, NULL });
 	wt_assert_status(&r, 0, "wsprof report leaks");
 	cr_expect(strstr(r.out, "testalloc_make (testalloc.c:"), "the library's function is not named:\n%s", r.out);
 	wt_result_free(&r);
-	wt_result_free(&run);
-	free(trace), free(expect), free(prog), free(from), free(to);
+	free(trace), free(lib);
 }
 
 /* Names are kept beside the trace (TRACE.symbols) by the first report
@@ -139,21 +149,12 @@ Test(dlopen, a_library_opened_by_a_relative_path_is_named_anywhere)
 Test(dlopen, names_are_kept_beside_the_trace_for_later_reports)
 {
 	const char *dir = wt_test_dir();
-	char *from = wt_prog("libtestalloc.so"), *to = wt_path(dir, "libtestalloc.so");
-	size_t len = 0;
-	char *bytes = wt_read_file(from, &len);
-	cr_assert(bytes && wt_write_file(to, bytes, len) == 0, "cannot copy %s", from);
-	free(bytes);
-	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json"), *prog = wt_prog("alloc_dlopen");
-	char *cache = wt_path(dir, "t.wsp.symbols");
-	struct wt_result run, first, later, uncached;
-	wt_run(&run, (const char *[]){ "/usr/bin/env", "-C", dir, wt_wsprof(), "record", "-o", trace, "--", prog, expect,
-				       "./libtestalloc.so", NULL });
-	wt_assert_status(&run, 0, "alloc_dlopen ./libtestalloc.so");
+	char *lib, *trace = record_relative(dir, &lib), *cache = wt_path(dir, "t.wsp.symbols");
+	struct wt_result first, later, uncached;
 	wt_run(&first, (const char *[]){ wt_wsprof(), "report", "leaks", trace, NULL });
 	wt_assert_status(&first, 0, "the first report");
 	cr_expect(wt_file_exists(cache), "no %s after the first report", cache);
-	cr_assert_eq(unlink(to), 0, "cannot remove the library");
+	cr_assert_eq(unlink(lib), 0, "cannot remove the library");
 	wt_run(&later, (const char *[]){ wt_wsprof(), "report", "leaks", trace, NULL });
 	wt_assert_status(&later, 0, "a report with the library gone");
 	cr_expect(strstr(later.out, "testalloc_make (testalloc.c:"), "the cache did not name the library's frames:\n%s",
@@ -164,6 +165,5 @@ Test(dlopen, names_are_kept_beside_the_trace_for_later_reports)
 	wt_result_free(&uncached);
 	wt_result_free(&later);
 	wt_result_free(&first);
-	wt_result_free(&run);
-	free(cache), free(trace), free(expect), free(prog), free(from), free(to);
+	free(cache), free(trace), free(lib);
 }

@@ -127,15 +127,35 @@ Test(vanish, killed_at_any_moment_the_trace_is_whole)
 
 /* Preloaded by hand, _exit on another thread still ends with the whole
  * trace: the recorder's writer thread finishes it. */
-Test(vanish, preloaded_by_hand_exit_on_a_thread_keeps_everything)
+/* alloc_vanish preloaded by hand (no wsprof record): WSPROF_OUTPUT=trace,
+ * `env` (one NAME=VALUE or NULL) and the program's arguments after EXPECT
+ * (NULL-terminated). */
+static void run_preloaded(struct wt_result *r, const char *trace, const char *expect, const char *env,
+			  const char *const args[])
 {
-	const char *dir = wt_test_dir();
-	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json"), *prog = wt_prog("alloc_vanish");
 	char preload[4200], output[4200];
 	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", getenv("WSPROF_PRELOAD"));
 	snprintf(output, sizeof output, "WSPROF_OUTPUT=%s", trace);
+	char *prog = wt_prog("alloc_vanish");
+	const char *argv[16] = { "/usr/bin/env", preload, output };
+	size_t n = 3;
+	if (env)
+		argv[n++] = env;
+	argv[n++] = prog;
+	argv[n++] = expect;
+	for (size_t i = 0; args[i] && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	wt_run(r, argv);
+	free(prog);
+}
+
+Test(vanish, preloaded_by_hand_exit_on_a_thread_keeps_everything)
+{
+	const char *dir = wt_test_dir();
+	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json");
 	struct wt_result r;
-	wt_run(&r, (const char *[]){ "/usr/bin/env", preload, output, prog, expect, "thread_exit", NULL });
+	run_preloaded(&r, trace, expect, NULL, (const char *[]){ "thread_exit", NULL });
 	wt_assert_status(&r, 6, "alloc_vanish thread_exit, preloaded by hand");
 	struct wt_json *books = wt_json_load(expect);
 	struct wt_json *s = wt_summary(trace, (const char *[]){ "alloc_vanish", NULL });
@@ -144,7 +164,7 @@ Test(vanish, preloaded_by_hand_exit_on_a_thread_keeps_everything)
 	wt_json_free(s);
 	wt_json_free(books);
 	wt_result_free(&r);
-	free(trace), free(expect), free(prog);
+	free(trace), free(expect);
 }
 
 /* Without wsprof record nobody can finish the trace: it is read up to its
@@ -152,13 +172,9 @@ Test(vanish, preloaded_by_hand_exit_on_a_thread_keeps_everything)
 Test(vanish, preloaded_by_hand_a_killed_trace_is_cut_but_readable)
 {
 	const char *dir = wt_test_dir();
-	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json"), *prog = wt_prog("alloc_vanish");
-	char preload[4200], output[4200];
-	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", getenv("WSPROF_PRELOAD"));
-	snprintf(output, sizeof output, "WSPROF_OUTPUT=%s", trace);
+	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json");
 	struct wt_result r;
-	wt_run(&r, (const char *[]){ "/usr/bin/env", preload, output, "WSPROF_FLUSH_MS=10", prog, expect, "kill", "2", "2000",
-				     NULL });
+	run_preloaded(&r, trace, expect, "WSPROF_FLUSH_MS=10", (const char *[]){ "kill", "2", "2000", NULL });
 	wt_assert_status(&r, 128 + SIGKILL, "alloc_vanish kill, preloaded by hand");
 	struct wt_result report;
 	wt_run(&report, (const char *[]){ wt_wsprof(), "report", "summary", "--json", trace, NULL });
@@ -170,5 +186,5 @@ Test(vanish, preloaded_by_hand_a_killed_trace_is_cut_but_readable)
 	wt_json_free(s);
 	wt_result_free(&report);
 	wt_result_free(&r);
-	free(trace), free(expect), free(prog);
+	free(trace), free(expect);
 }
