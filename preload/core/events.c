@@ -226,15 +226,22 @@ struct wsp_thread *wsp_thread_self(void)
 	return t;
 }
 
-/* The thread is going away: queue what it recorded and free its entry. */
-static void thread_exit(struct wsp_thread *t)
+/* Queues the thread's buffer to be written: nothing of it is held back
+ * any more. The caller holds t->lock. */
+static void queue_buf_locked(struct wsp_thread *t)
 {
-	spin_lock(&t->lock);
 	struct wsp_buf *b = t->buf;
 	__atomic_store_n(&t->buf, NULL, __ATOMIC_RELEASE);
 	if (b)
 		wsp_buf_enqueue(b);
 	atomic_store(&t->floor, UINT64_MAX);
+}
+
+/* The thread is going away: queue what it recorded and free its entry. */
+static void thread_exit(struct wsp_thread *t)
+{
+	spin_lock(&t->lock);
+	queue_buf_locked(t);
 	spin_unlock(&t->lock);
 	wsp_tls.thread = NULL;
 	pthread_mutex_lock(&reg_lock);
@@ -248,11 +255,7 @@ uint64_t wsp_threads_sweep(void)
 	pthread_mutex_lock(&reg_lock);
 	for (struct wsp_thread *t = threads; t; t = t->next) {
 		spin_lock(&t->lock);
-		struct wsp_buf *b = t->buf;
-		__atomic_store_n(&t->buf, NULL, __ATOMIC_RELEASE);
-		if (b)
-			wsp_buf_enqueue(b);
-		atomic_store(&t->floor, UINT64_MAX); /* queued: nothing of it is held back */
+		queue_buf_locked(t);
 		spin_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&reg_lock);
@@ -282,11 +285,7 @@ uint64_t wsp_threads_watermark(void)
 		}
 		/* Quiet while others are busy, and not writing now: take its
 		 * buffer rather than hold the watermark back. */
-		struct wsp_buf *b = t->buf;
-		__atomic_store_n(&t->buf, NULL, __ATOMIC_RELEASE);
-		if (b)
-			wsp_buf_enqueue(b);
-		atomic_store(&t->floor, UINT64_MAX);
+		queue_buf_locked(t);
 		spin_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&reg_lock);
@@ -374,11 +373,8 @@ uint8_t *wsp_event_begin(struct wsp_thread *t, size_t need)
 		struct wsp_buf *b = t->buf;
 		if (b && b->cap - b->len >= need)
 			return b->data + b->len;
-		if (b) {
-			__atomic_store_n(&t->buf, NULL, __ATOMIC_RELEASE);
-			wsp_buf_enqueue(b);
-			atomic_store(&t->floor, UINT64_MAX);
-		}
+		if (b)
+			queue_buf_locked(t);
 		spin_unlock(&t->lock);
 		b = wsp_buf_get();
 		if (!b)
@@ -571,8 +567,8 @@ void wsp_record_access(unsigned source, uint64_t window_ns, const struct wsp_ran
 	wsp_event_end(t, wsp_record_close(p, &m), false);
 }
 
-/* A stamped record of one value, not an event of the footer's count. */
-void wsp_record_value(unsigned type, uint64_t value)
+/* A stamped record of n values, not an event of the footer's count. */
+static void record_values(unsigned type, const uint64_t *values, size_t n)
 {
 	struct wsp_thread *t = wsp_thread_self();
 	uint8_t *p = t ? wsp_event_begin(t, WSP_EVENT_RECORD_MAX) : NULL;
@@ -581,8 +577,14 @@ void wsp_record_value(unsigned type, uint64_t value)
 	struct wsp_record_mark m;
 	p = wsp_record_open(p, type, WSP_EVENT_RECORD_MAX - 2, &m);
 	p = wsp_event_stamp(t, p);
-	p = wsp_put_varint(p, value);
+	for (size_t i = 0; i < n; i++)
+		p = wsp_put_varint(p, values[i]);
 	wsp_event_end(t, wsp_record_close(p, &m), false);
+}
+
+void wsp_record_value(unsigned type, uint64_t value)
+{
+	record_values(type, &value, 1);
 }
 
 void wsp_record_rss(uint64_t bytes)
@@ -592,17 +594,7 @@ void wsp_record_rss(uint64_t bytes)
 
 void wsp_record_device_memory(int device, uint64_t free_bytes, uint64_t total_bytes)
 {
-	struct wsp_thread *t = wsp_thread_self();
-	uint8_t *p = t ? wsp_event_begin(t, WSP_EVENT_RECORD_MAX) : NULL;
-	if (!p)
-		return;
-	struct wsp_record_mark m;
-	p = wsp_record_open(p, WSP_REC_DEVICE_MEMORY, WSP_EVENT_RECORD_MAX - 2, &m);
-	p = wsp_event_stamp(t, p);
-	p = wsp_put_varint(p, (uint64_t)(device + 1));
-	p = wsp_put_varint(p, free_bytes);
-	p = wsp_put_varint(p, total_bytes);
-	wsp_event_end(t, wsp_record_close(p, &m), false);
+	record_values(WSP_REC_DEVICE_MEMORY, (const uint64_t[]){ (uint64_t)(device + 1), free_bytes, total_bytes }, 3);
 }
 
 void wsp_record_fork(pid_t child)
