@@ -117,6 +117,7 @@ struct node {
 	uint64_t lo, hi;            /* lo: its key in the treap */
 	uint32_t row[WSP_HEAT_BY_COUNT];
 	float weight;               /* a byte of it counts this much to its rows: 1/p in a sampled heap */
+	bool range;                 /* one of the model's ranges (mmap, CUDA VMM), not a block */
 };
 
 struct index {

@@ -92,31 +92,49 @@ struct rebuilding {
 	size_t n, cap;
 };
 
+static bool is_range_kind(unsigned kind)
+{
+	return kind == WSPROF_KIND_MMAP || kind == WSPROF_KIND_MMAP_RESERVED || kind == WSPROF_KIND_CUDA_VMM_MAPPED ||
+	       kind == WSPROF_KIND_CUDA_VMM_RESERVED;
+}
+
+/* Whether a live block of the model belongs in the index. */
+static bool indexed(const struct heat *h, const struct wsp_block *b)
+{
+	return !h->err && !b->excluded && kind_wanted(h->opt->kind, b->kind) && b->size;
+}
+
+/* A live block of the model as a node of the index. */
+static struct node node_of_block(struct heat *h, const struct wsp_block *b)
+{
+	uint64_t lo = wsp_block_addr(b);
+	struct node nd = { .lo = lo, .hi = lo + b->size, .range = is_range_kind(b->kind) };
+	nd.weight = (float)((double)wsp_model_block_bytes(h->l.model, b) / (double)b->size);
+	if (h->views[WSP_HEAT_BY_CALLSITE].wanted) {
+		long r = heat_row_of_stack(h, b->stack);
+		h->err = r < 0 ? -ENOMEM : h->err;
+		nd.row[WSP_HEAT_BY_CALLSITE] = (uint32_t)r;
+	}
+	if (h->views[WSP_HEAT_BY_NAME].wanted) {
+		long r = heat_row_of_name(h, b);
+		h->err = r < 0 ? -ENOMEM : h->err;
+		nd.row[WSP_HEAT_BY_NAME] = (uint32_t)r;
+	}
+	return nd;
+}
+
 static void index_block(const struct wsp_block *b, void *arg)
 {
 	struct rebuilding *rb = arg;
 	struct heat *h = rb->h;
-	if (h->err || b->excluded || !kind_wanted(h->opt->kind, b->kind) || !b->size)
+	if (!indexed(h, b))
 		return;
 	if (wsp_grow(&rb->v, &rb->cap, rb->n + 1, sizeof *rb->v)) {
 		h->err = -ENOMEM;
 		return;
 	}
-	uint64_t lo = wsp_block_addr(b);
-	struct node *nd = &rb->v[rb->n].node;
-	rb->v[rb->n] = (struct pending){ layer_of_block(b), rb->n, { .lo = lo, .hi = lo + b->size } };
+	rb->v[rb->n] = (struct pending){ layer_of_block(b), rb->n, node_of_block(h, b) };
 	rb->n++;
-	nd->weight = (float)((double)wsp_model_block_bytes(h->l.model, b) / (double)b->size);
-	if (h->views[WSP_HEAT_BY_CALLSITE].wanted) {
-		long r = heat_row_of_stack(h, b->stack);
-		h->err = r < 0 ? -ENOMEM : h->err;
-		nd->row[WSP_HEAT_BY_CALLSITE] = (uint32_t)r;
-	}
-	if (h->views[WSP_HEAT_BY_NAME].wanted) {
-		long r = heat_row_of_name(h, b);
-		h->err = r < 0 ? -ENOMEM : h->err;
-		nd->row[WSP_HEAT_BY_NAME] = (uint32_t)r;
-	}
 }
 
 static int by_layer_start(const void *a, const void *b)
@@ -171,7 +189,67 @@ int heat_index_rebuild(struct heat *h)
 	free(nodes);
 	free(rb.v);
 	h->stale = false;
+	uint64_t lo, hi; /* the ranges as they are now are in it */
+	wsp_model_ranges_changed(h->l.model, &lo, &hi);
 	return h->err;
+}
+
+/* ---- ranges followed in their span ------------------------------------------ */
+
+struct resync {
+	struct heat *h;
+	uint64_t lo;          /* the span's start */
+	uint64_t *keys;       /* range nodes of a layer overlapping the span, to take out */
+	size_t n, cap;
+};
+
+static void gather_range_node(uint32_t node, void *arg)
+{
+	struct resync *rs = arg;
+	const struct node *nd = &rs->h->index.v[node - 1];
+	if (!nd->range || nd->hi <= rs->lo)
+		return;
+	if (wsp_grow(&rs->keys, &rs->cap, rs->n + 1, sizeof *rs->keys))
+		rs->h->err = -ENOMEM;
+	else
+		rs->keys[rs->n++] = nd->lo;
+}
+
+static void put_range(const struct wsp_block *b, void *arg)
+{
+	struct heat *h = ((struct resync *)arg)->h;
+	if (!indexed(h, b))
+		return;
+	struct node nd = node_of_block(h, b);
+	uint32_t i = index_insert(&h->index, layer_of_block(b), nd.lo, nd.hi);
+	if (!i)
+		h->err = -ENOMEM;
+	else
+		h->index.v[i - 1] = nd;
+}
+
+/* The model's ranges changed in a span (an mmap, munmap, mremap, mprotect,
+ * a CUDA VMM map): the index's range nodes there are taken out and the
+ * model's ranges there put in, instead of building the whole index again
+ * (a program mapping memory now and then made that most of a report). */
+static void index_resync_ranges(struct heat *h)
+{
+	uint64_t lo, hi;
+	if (!wsp_model_ranges_changed(h->l.model, &lo, &hi))
+		return;
+	struct resync rs = { .h = h, .lo = lo };
+	static const enum layer layers[] = { LAYER_MEMORY, LAYER_MAPPED };
+	for (size_t k = 0; k < sizeof layers / sizeof *layers && !h->err; k++) {
+		struct index *x = &h->index;
+		uint32_t first = index_floor(x, layers[k], lo);
+		rs.n = 0;
+		wsp_treap_each(&x->pool, x->root[layers[k]], first ? N(first).lo : 0, hi, gather_range_node, &rs);
+		for (size_t i = 0; i < rs.n; i++)
+			index_remove(x, layers[k], rs.keys[i]);
+	}
+	free(rs.keys);
+	if (!h->err)
+		wsp_model_each_range_in(h->l.model, lo, hi, put_range, &rs);
 }
 
 /* A block allocated: into the index, with its site's row. */
@@ -222,27 +300,29 @@ void heat_follow(struct heat *h, const wsprof_event *ev)
 {
 	if (h->stale || !heat_needs_index(h))
 		return;
+	/* Ranges are cut and joined (by any kind's mapping): their span, from the model. */
+	index_resync_ranges(h);
 	switch (ev->type) {
 	case WSPROF_EV_ALLOC:
 	case WSPROF_EV_FREE:
 	case WSPROF_EV_MOVE: /* realloc: the old block leaves */
-		if (!kind_wanted(h->opt->kind, ev->kind))
+		if (!kind_wanted(h->opt->kind, ev->kind) || is_range_kind(ev->kind))
 			return;
-		/* Ranges are cut and joined, stream-ordered calls take effect later, and in
-		 * a sampled trace a realloc's FREE ends its MOVE: ask the model. */
-		if (ev->kind == WSPROF_KIND_MMAP || ev->kind == WSPROF_KIND_CUDA_VMM_MAPPED || ev->stream ||
-		    (ev->type == WSPROF_EV_FREE && wsprof_trace_process(h->l.trace)->sample_bytes &&
-		     (ev->op == WSPROF_OP_REALLOC || ev->op == WSPROF_OP_REALLOCARRAY)))
+		/* Stream-ordered calls take effect later, and in a sampled trace a
+		 * realloc's FREE ends its MOVE: ask the model. */
+		if (ev->stream || (ev->type == WSPROF_EV_FREE && wsprof_trace_process(h->l.trace)->sample_bytes &&
+				   (ev->op == WSPROF_OP_REALLOC || ev->op == WSPROF_OP_REALLOCARRAY)))
 			h->stale = true;
 		else if (ev->type == WSPROF_EV_ALLOC)
 			index_alloc(h, ev);
 		else
 			index_remove(&h->index, layer_of_event(ev), ev->addr);
 		break;
-	case WSPROF_EV_FAIL: /* a failed realloc or mremap puts the old block back */
-		h->stale |= ev->op == WSPROF_OP_REALLOC || ev->op == WSPROF_OP_REALLOCARRAY || ev->op == WSPROF_OP_MREMAP;
+	case WSPROF_EV_FAIL: /* a failed realloc puts the old block back (a failed mremap's is a range) */
+		h->stale |= ev->op == WSPROF_OP_REALLOC || ev->op == WSPROF_OP_REALLOCARRAY;
 		break;
-	case WSPROF_EV_UNMAP:
+	case WSPROF_EV_UNMAP: /* ranges only: followed above */
+		break;
 	case WSPROF_EV_STREAM_REACHED:
 	case WSPROF_EV_EXEC:
 		h->stale = true;

@@ -504,8 +504,44 @@ size_t model_range_first_after(const struct range_set *rs, uint64_t addr)
 	return lo; /* first range ending after addr */
 }
 
-static int range_insert_at(struct range_set *rs, size_t i, const struct wsp_block *b)
+/* [lo, hi) into the span where ranges changed. */
+static void range_changed(struct wsp_model *m, uint64_t lo, uint64_t hi)
 {
+	if (m->changed_lo >= m->changed_hi) {
+		m->changed_lo = lo;
+		m->changed_hi = hi;
+		return;
+	}
+	m->changed_lo = lo < m->changed_lo ? lo : m->changed_lo;
+	m->changed_hi = hi > m->changed_hi ? hi : m->changed_hi;
+}
+
+static uint64_t range_end(const struct wsp_block *b)
+{
+	return b->addr + b->size < b->addr ? UINT64_MAX : b->addr + b->size;
+}
+
+bool wsp_model_ranges_changed(struct wsp_model *m, uint64_t *lo, uint64_t *hi)
+{
+	*lo = m->changed_lo;
+	*hi = m->changed_hi;
+	m->changed_lo = m->changed_hi = 0;
+	return *lo < *hi;
+}
+
+void wsp_model_each_range_in(const struct wsp_model *m, uint64_t lo, uint64_t hi,
+			     void (*fn)(const struct wsp_block *, void *), void *arg)
+{
+	for (size_t r = 0; r < sizeof m->ranges / sizeof *m->ranges; r++) {
+		const struct range_set *rs = &m->ranges[r];
+		for (size_t i = model_range_first_after(rs, lo); i < rs->n && rs->v[i].addr < hi; i++)
+			fn(&rs->v[i], arg);
+	}
+}
+
+static int range_insert_at(struct wsp_model *m, struct range_set *rs, size_t i, const struct wsp_block *b)
+{
+	range_changed(m, b->addr, range_end(b));
 	if (wsp_grow(&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v))
 		return -ENOMEM;
 	memmove(rs->v + i + 1, rs->v + i, (rs->n - i) * sizeof *rs->v);
@@ -549,12 +585,13 @@ static int range_cut(struct wsp_model *m, struct range_set *rs, uint64_t addr, u
 		right.addr = hi;
 		right.size = r.addr + r.size - hi;
 		sub_live(m, &r, piece.size, 0);
+		range_changed(m, r.addr, range_end(&r));
 		memmove(rs->v + i, rs->v + i + 1, (rs->n - i - 1) * sizeof *rs->v);
 		rs->n--;
 		/* What is left of r on either side stays live, as part of r's mapping. */
-		if (left.size && range_insert_at(rs, i++, &left))
+		if (left.size && range_insert_at(m, rs, i++, &left))
 			return -ENOMEM;
-		if (right.size && range_insert_at(rs, i++, &right))
+		if (right.size && range_insert_at(m, rs, i++, &right))
 			return -ENOMEM;
 		if (into && stash_add(into, &piece))
 			return -ENOMEM;
@@ -603,7 +640,7 @@ static int range_add(struct wsp_model *m, struct range_set *rs, struct wsp_block
 	if (b->kind == WSPROF_KIND_MMAP && beside && range_overlap(beside, b->addr, b->size))
 		b->in_reservation = true;
 	int err = ranges_cut(m, b->kind, b->addr, b->size, NULL); /* MAP_FIXED over old maps */
-	return err ? err : range_insert_at(rs, model_range_first_after(rs, b->addr), b);
+	return err ? err : range_insert_at(m, rs, model_range_first_after(rs, b->addr), b);
 }
 
 /* ---- realloc/mremap in flight ----------------------------------------- */

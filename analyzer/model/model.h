@@ -247,6 +247,14 @@ int wsp_model_each_departed(struct wsp_model *m, uint64_t start_ns, uint64_t end
 /* Call fn for every live block (heap blocks and mmap ranges). */
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg);
 
+/* The address span whose ranges (mmap, CUDA VMM) changed since the last
+ * call, for views that follow the live set event by event: false when
+ * none did; the span is forgotten either way. */
+bool wsp_model_ranges_changed(struct wsp_model *m, uint64_t *lo, uint64_t *hi);
+/* Call fn for every live range (mmap, CUDA VMM) overlapping [lo, hi). */
+void wsp_model_each_range_in(const struct wsp_model *m, uint64_t lo, uint64_t hi,
+			     void (*fn)(const struct wsp_block *, void *), void *arg);
+
 /* The probability that a heap allocation of `size` bytes was recorded with
  * WSPROF_SAMPLE_BYTES = sample_bytes: 1 - exp(-size / sample_bytes), a
  * size of 0 counting as 1; 1 when sample_bytes is 0 or 1 (all recorded). */

@@ -82,6 +82,7 @@ struct wsp_model {
 	size_t nfree_blocks;
 
 	struct range_set ranges[4];  /* mmap, CUDA VMM mappings, CUDA VMM reservations, mmap reservations */
+	uint64_t changed_lo, changed_hi; /* the span where ranges changed (wsp_model_ranges_changed); empty: lo >= hi */
 
 	struct wsp_device_stats *devices;
 	struct wsp_series *device_used; /* by index of devices */
