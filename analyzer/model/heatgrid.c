@@ -526,33 +526,57 @@ static int add_access(struct heat *h, unsigned source, uint64_t start, uint64_t 
 	return err;
 }
 
+/* The call-site row of a live block, through its site in the model (a
+ * small array, where a hash of stacks would be read for every block of
+ * every sample). -1 without memory. */
+static long site_row(struct heat *h, const struct wsp_block *b)
+{
+	if (b->site >= h->site_rows_cap) {
+		size_t old = h->site_rows_cap;
+		if (wsp_grow(&h->site_rows, &h->site_rows_cap, (size_t)b->site + 1, sizeof *h->site_rows))
+			return -1;
+		memset(h->site_rows + old, 0, (h->site_rows_cap - old) * sizeof *h->site_rows);
+	}
+	if (!h->site_rows[b->site]) {
+		long r = heat_row_of_stack(h, b->stack);
+		if (r < 0)
+			return -1;
+		h->site_rows[b->site] = (uint32_t)r + 1;
+	}
+	return (long)h->site_rows[b->site] - 1;
+}
+
+/* A live block's bytes into the rows it counts in, pending until the
+ * sample is taken (take_live_sample): whole bytes, summed exactly. */
 static void sample_block(const struct wsp_block *b, void *arg)
 {
 	struct heat *h = arg;
 	if (h->err || b->excluded || !kind_wanted(h->opt->kind, b->kind) || !b->size)
 		return;
-	double w = h->live_weight;
-	size_t c = h->live_col;
 	struct view *va = &h->views[WSP_HEAT_BY_ADDRESS];
-	if (va->wanted && (h->opt->kind >= 0 || !inside_another(b))) {
-		uint64_t lo = wsp_block_addr(b), hi = lo + b->size;
-		for (size_t i = band_after(va, lo); i < va->nrows && va->rows[i].lo < hi; i++) {
-			uint64_t p = va->rows[i].lo > lo ? va->rows[i].lo : lo, q = va->rows[i].hi < hi ? va->rows[i].hi : hi;
-			va->rows[i].live[c] += (double)(q - p) * w;
+	if (va->wanted && (h->opt->kind >= 0 || !inside_another(b)))
+		heat_bands_add(va, wsp_block_addr(b), wsp_block_addr(b) + b->size, &h->err);
+	double bytes = (double)wsp_model_block_bytes(h->l.model, b);
+	if (h->views[WSP_HEAT_BY_CALLSITE].wanted)
+		heat_touch_row(&h->views[WSP_HEAT_BY_CALLSITE], site_row(h, b), bytes, &h->err);
+	if (h->views[WSP_HEAT_BY_NAME].wanted)
+		heat_touch_row(&h->views[WSP_HEAT_BY_NAME], heat_row_of_name(h, b), bytes, &h->err);
+}
+
+/* Live sample k: every live block's bytes to its rows, a share of column
+ * k / per_col. */
+static void take_live_sample(struct heat *h)
+{
+	size_t c = h->next / h->per_col;
+	wsp_model_each_live(h->l.model, sample_block, h);
+	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
+		struct view *v = &h->views[by];
+		for (size_t k = 0; k < v->ntouched; k++) {
+			struct hrow *r = &v->rows[v->touched[k]];
+			r->live[c] += r->pending * h->live_weight;
+			r->pending = 0;
 		}
-	}
-	long r;
-	if (h->views[WSP_HEAT_BY_CALLSITE].wanted) {
-		if ((r = heat_row_of_stack(h, b->stack)) < 0)
-			h->err = -ENOMEM;
-		else
-			h->views[WSP_HEAT_BY_CALLSITE].rows[r].live[c] += (double)wsp_model_block_bytes(h->l.model, b) * w;
-	}
-	if (h->views[WSP_HEAT_BY_NAME].wanted) {
-		if ((r = heat_row_of_name(h, b)) < 0)
-			h->err = -ENOMEM;
-		else
-			h->views[WSP_HEAT_BY_NAME].rows[r].live[c] += (double)wsp_model_block_bytes(h->l.model, b) * w;
+		v->ntouched = 0;
 	}
 }
 
@@ -633,7 +657,9 @@ static int second_begin(struct heat *h, wsprof_trace *t)
 {
 	struct wsp_loaded *l = &h->l;
 	h->second_seen = true;
-	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(t)->sample_bytes });
+	/* Per stack: a block's site finds its call-site row (site_row). */
+	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(t)->sample_bytes,
+							  .per_stack = h->views[WSP_HEAT_BY_CALLSITE].wanted });
 	if (!l->borrowed && h->views[WSP_HEAT_BY_CALLSITE].wanted && !(l->syms = wsp_syms_new(stderr)))
 		return -ENOMEM;
 	if (!l->model)
@@ -650,10 +676,8 @@ int heat_second_event(void *arg, wsprof_trace *t, const wsprof_event *ev)
 	struct heat *h = arg;
 	struct wsp_loaded *l = &h->l;
 	int err = h->second_seen ? 0 : second_begin(h, t);
-	for (; !err && h->next < h->samples && ev->time_ns > sample_at(h, h->next) && !h->err; h->next++) {
-		h->live_col = h->next / h->per_col;
-		wsp_model_each_live(l->model, sample_block, h);
-	}
+	for (; !err && h->next < h->samples && ev->time_ns > sample_at(h, h->next) && !h->err; h->next++)
+		take_live_sample(h);
 	err = err ? err : h->err ? h->err : wsp_model_apply(l->model, t, ev);
 	if (!err && !l->borrowed && l->syms && (ev->type == WSPROF_EV_ALLOC || ev->type == WSPROF_EV_FAIL))
 		err = wsp_syms_note_stack(l->syms, t, ev->stack);
@@ -679,10 +703,8 @@ int heat_second_end(void *arg, wsprof_trace *t)
 	int err = h->second_seen ? 0 : second_begin(h, t);
 	if (!err && !h->err)
 		err = wsp_model_finish(l->model);
-	for (; err >= 0 && h->next < h->samples && !h->err; h->next++) {
-		h->live_col = h->next / h->per_col;
-		wsp_model_each_live(l->model, sample_block, h);
-	}
+	for (; err >= 0 && h->next < h->samples && !h->err; h->next++)
+		take_live_sample(h);
 	err = err < 0 ? err : h->err;
 	if (!l->borrowed)
 		wsprof_trace_get_status(t, &l->status);
@@ -858,6 +880,7 @@ void heat_free(struct heat *h)
 	free(h->index.v);
 	wsp_tpool_free(&h->index.pool);
 	free(h->stacks);
+	free(h->site_rows);
 	wsp_loaded_free(&h->l);
 }
 

@@ -1196,11 +1196,13 @@ void wsp_model_each_site(const struct wsp_model *m, void (*fn)(const struct wsp_
 
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg)
 {
-	for (size_t i = 0; i < m->heap_cap; i++) {
-		const struct wsp_block *b = model_heap_at(m, i);
-		if (b)
-			fn(b, arg);
-	}
+	/* The dense array in order, not the table's slots: a heatmap reads every
+	 * live block 300 times, and reading them where they lie is several
+	 * times faster than hopping from slot to block. Places freed have addr 0
+	 * (no live key is 0: it marks an empty slot). */
+	for (size_t i = 0; i < m->nblocks; i++)
+		if (m->blocks[i].addr)
+			fn(&m->blocks[i], arg);
 	for (size_t r = 0; r < sizeof m->ranges / sizeof *m->ranges; r++)
 		for (size_t i = 0; i < m->ranges[r].n; i++)
 			fn(&m->ranges[r].v[i], arg);
