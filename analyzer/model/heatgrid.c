@@ -526,26 +526,6 @@ static int add_access(struct heat *h, unsigned source, uint64_t start, uint64_t 
 	return err;
 }
 
-/* The call-site row of a live block, through its site in the model (a
- * small array, where a hash of stacks would be read for every block of
- * every sample). -1 without memory. */
-static long site_row(struct heat *h, const struct wsp_block *b)
-{
-	if (b->site >= h->site_rows_cap) {
-		size_t old = h->site_rows_cap;
-		if (wsp_grow(&h->site_rows, &h->site_rows_cap, (size_t)b->site + 1, sizeof *h->site_rows))
-			return -1;
-		memset(h->site_rows + old, 0, (h->site_rows_cap - old) * sizeof *h->site_rows);
-	}
-	if (!h->site_rows[b->site]) {
-		long r = heat_row_of_stack(h, b->stack);
-		if (r < 0)
-			return -1;
-		h->site_rows[b->site] = (uint32_t)r + 1;
-	}
-	return (long)h->site_rows[b->site] - 1;
-}
-
 /* A live block's bytes into the rows it counts in, pending until the
  * sample is taken (take_live_sample): whole bytes, summed exactly. */
 static void sample_block(const struct wsp_block *b, void *arg)
@@ -558,7 +538,7 @@ static void sample_block(const struct wsp_block *b, void *arg)
 		heat_bands_add(va, wsp_block_addr(b), wsp_block_addr(b) + b->size, &h->err);
 	double bytes = (double)wsp_model_block_bytes(h->l.model, b);
 	if (h->views[WSP_HEAT_BY_CALLSITE].wanted)
-		heat_touch_row(&h->views[WSP_HEAT_BY_CALLSITE], site_row(h, b), bytes, &h->err);
+		heat_touch_row(&h->views[WSP_HEAT_BY_CALLSITE], heat_row_of_stack(h, b->stack), bytes, &h->err);
 	if (h->views[WSP_HEAT_BY_NAME].wanted)
 		heat_touch_row(&h->views[WSP_HEAT_BY_NAME], heat_row_of_name(h, b), bytes, &h->err);
 }
@@ -657,9 +637,7 @@ static int second_begin(struct heat *h, wsprof_trace *t)
 {
 	struct wsp_loaded *l = &h->l;
 	h->second_seen = true;
-	/* Per stack: a block's site finds its call-site row (site_row). */
-	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(t)->sample_bytes,
-							  .per_stack = h->views[WSP_HEAT_BY_CALLSITE].wanted });
+	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(t)->sample_bytes });
 	if (!l->borrowed && h->views[WSP_HEAT_BY_CALLSITE].wanted && !(l->syms = wsp_syms_new(stderr)))
 		return -ENOMEM;
 	if (!l->model)
@@ -880,7 +858,6 @@ void heat_free(struct heat *h)
 	free(h->index.v);
 	wsp_tpool_free(&h->index.pool);
 	free(h->stacks);
-	free(h->site_rows);
 	wsp_loaded_free(&h->l);
 }
 

@@ -147,8 +147,6 @@ struct heat {
 		uint32_t row;
 	} *stacks;                  /* hash: stack -> call-site row */
 	size_t nstacks, stacks_cap;
-	uint32_t *site_rows;        /* the model's site of a block -> its call-site row + 1 (0: not yet known) */
-	size_t site_rows_cap;
 	double live_weight;         /* 1 / samples per column */
 	int err;
 	/* Where each pass has got. */
