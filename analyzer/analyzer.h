@@ -120,6 +120,7 @@ void wsp_rescue_done(pid_t pid, int status);
  * ending the line (the caller ends it with what to do). */
 bool wsp_find_beside_self(const char *name, const char *build_dir, char out[PATH_MAX]);
 int wsp_cmd_export(int argc, char **argv);
+int wsp_cmd_symbolize(int argc, char **argv);
 int wsp_cmd_summary(int argc, char **argv);
 int wsp_cmd_callsites(int argc, char **argv);
 int wsp_cmd_leaks(int argc, char **argv);

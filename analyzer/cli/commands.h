@@ -22,6 +22,7 @@
 	X(heatmap, MODULE, "memory over time by address, call site or name: access rate or live bytes")    \
 	X(timeline, MODULE, "memory over time: allocated, in use, working set, RSS, device free")          \
 	X(report, MODULE, NULL)                                                                            \
-	X(export, MODULE, NULL)
+	X(export, MODULE, NULL)                                                                            \
+	X(symbolize, MODULE, NULL)
 
 #endif

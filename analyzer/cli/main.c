@@ -52,6 +52,7 @@ static void usage(FILE *out)
 		     "       wsprof report TRACE -o report.pdf|.svg|.png   (everything, in one document)\n"
 		     "       wsprof report REPORT [OPTIONS] TRACE\n"
 		     "       wsprof export --perfetto -o trace.json TRACE   (for ui.perfetto.dev, chrome://tracing)\n"
+		     "       wsprof symbolize TRACE   (names kept beside it: reports name frames on any machine)\n"
 		     "       wsprof --version\n\nreports:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		if (commands[i].help)
@@ -75,8 +76,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return wsp_cmd_record(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "export"))
-		return run_module("export", argc - 1, argv + 1);
+	if (!strcmp(argv[1], "export") || !strcmp(argv[1], "symbolize"))
+		return run_module(argv[1], argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report") && argc >= 3) {
 		for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 			if (commands[i].help && !strcmp(argv[2], commands[i].name))

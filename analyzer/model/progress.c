@@ -43,6 +43,11 @@ void wsp_progress_start(struct wsp_progress *p, FILE *out, unsigned columns, con
 	p->columns = columns < 40 ? 40 : columns > LINE_MAX - 1 ? LINE_MAX - 1 : columns;
 }
 
+void wsp_progress_count(struct wsp_progress *p, const char *unit)
+{
+	p->unit = unit;
+}
+
 void wsp_progress_update(struct wsp_progress *p, uint64_t now_ns, uint64_t done, uint64_t total)
 {
 	if (!p->out || now_ns - p->start_ns < WSP_PROGRESS_DELAY_NS ||
@@ -51,7 +56,11 @@ void wsp_progress_update(struct wsp_progress *p, uint64_t now_ns, uint64_t done,
 	double rate = (double)done / 1e6 / ((double)(now_ns - p->start_ns) / 1e9);
 	char tail[64];
 	unsigned pct = 0;
-	if (total) {
+	if (total && p->unit) {
+		pct = done >= total ? 100 : (unsigned)(done * 100.0 / (double)total);
+		snprintf(tail, sizeof tail, " %3u%%  %llu of %llu %s", pct, (unsigned long long)done,
+			 (unsigned long long)total, p->unit);
+	} else if (total) {
 		pct = done >= total ? 100 : (unsigned)(done * 100.0 / (double)total);
 		snprintf(tail, sizeof tail, " %3u%%  %.1f MB/s", pct, rate);
 	} else {

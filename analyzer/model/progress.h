@@ -25,6 +25,7 @@ struct wsp_progress {
 	unsigned columns;  /* of the terminal */
 	uint64_t start_ns, drawn_ns;
 	bool shown;        /* a line is on the terminal */
+	const char *unit;  /* what done and total count ("addresses"); NULL: bytes */
 };
 
 /* stderr if it is a terminal, with its width in *columns; else NULL. */
@@ -35,6 +36,9 @@ uint64_t wsp_progress_now(void);
 /* Start timing; out NULL makes every other call a no-op. label must
  * outlive the bar. */
 void wsp_progress_start(struct wsp_progress *p, FILE *out, unsigned columns, const char *label, uint64_t now_ns);
+/* Count things (unit: "addresses") instead of bytes, after start:
+ * "wsprof: LABEL [=====>    ]  52%  36,210 of 70,000 addresses". */
+void wsp_progress_count(struct wsp_progress *p, const char *unit);
 /* done of total bytes at now (total 0: unknown, the bar shows bytes and
  * rate only): "wsprof: LABEL [=====>    ]  52%  143.2 MB/s". */
 void wsp_progress_update(struct wsp_progress *p, uint64_t now_ns, uint64_t done, uint64_t total);

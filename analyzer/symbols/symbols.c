@@ -18,14 +18,22 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <libelf.h>
 #include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "progress.h"
 
 /* libstdc++'s demangler (the C++ ABI's), linked with the analyzer. */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
@@ -46,6 +54,8 @@ struct mod {
 	bool indexed;
 	uint64_t unnamed;     /* addresses in it that no symbol names */
 	uint64_t resolved;    /* addresses in it looked up */
+	bool absent;          /* not here, or not the file recorded (rebuilt since) */
+	uint64_t lost;        /* addresses in it left as module+offset because it is absent */
 	char bid[129];        /* the build-id in hex, "" without one */
 	const char *key;      /* bid interned: the cache's key; NULL without a build-id */
 };
@@ -69,6 +79,7 @@ struct addr_entry {
 	int32_t mod;
 	bool used;
 	bool fresh;           /* symbolized here, not found in the cache */
+	bool pending;         /* to be named by its module's job (wsp_syms_name_all) */
 	uint64_t offset;
 	uint32_t first, count; /* frames in the arena */
 };
@@ -95,6 +106,8 @@ struct wsp_syms {
 	struct wsp_frame *out; /* the last wsp_syms_stack() answer */
 	size_t outcap;
 	char *cache_path;     /* where names are kept between reports; NULL: nowhere */
+	char *trace_path;     /* the trace's, for advice */
+	bool named_all;       /* wsp_syms_name_all has run */
 	struct cached *cache; /* open addressing */
 	size_t cache_cap, ncache;
 	struct wsp_frame *cache_frames;
@@ -110,8 +123,11 @@ static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
 	return h;
 }
 
+static void debug_places(void);
+
 struct wsp_syms *wsp_syms_new(FILE *warn)
 {
+	debug_places();
 	struct wsp_syms *s = calloc(1, sizeof *s);
 	if (s)
 		s->warn = warn;
@@ -201,15 +217,36 @@ static void say_unnamed(const struct wsp_syms *s)
 	fprintf(s->warn, "%s\n", line);
 }
 
-static void cache_save(struct wsp_syms *s);
+/* Once, at the end: frames left as module+offset because their modules
+ * are not here (a trace read on another machine), and how to name them. */
+static void say_absent(const struct wsp_syms *s)
+{
+	uint64_t lost = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < s->nmods; i++)
+		if (s->mods[i].lost) {
+			lost += s->mods[i].lost;
+			n++;
+		}
+	if (!s->warn || !lost)
+		return;
+	const char *trace = s->trace_path ? s->trace_path : "TRACE";
+	fprintf(s->warn, "wsprof: %llu addresses in %zu module%s not found here (or changed) show as module+offset: on the "
+		"machine that recorded the trace, run 'wsprof symbolize %s' and copy %s.symbols beside the trace\n",
+		(unsigned long long)lost, n, n == 1 ? "" : "s", trace, trace);
+}
+
+static int cache_save(struct wsp_syms *s);
 
 void wsp_syms_free(struct wsp_syms *s)
 {
 	if (!s)
 		return;
 	say_unnamed(s);
+	say_absent(s);
 	cache_save(s);
 	free(s->cache_path);
+	free(s->trace_path);
 	free(s->cache);
 	free(s->cache_frames);
 	for (size_t i = 0; i < s->nmods; i++) {
@@ -260,24 +297,6 @@ static const char *intern(struct wsp_syms *s, const char *str)
 	return s->strings[j];
 }
 
-/* A C++ name demangled, anything else as it is; interned. */
-static const char *function_name(struct wsp_syms *s, const char *raw)
-{
-	if (!raw)
-		return NULL;
-	if (raw[0] == '_' && raw[1] == 'Z') {
-		int status = -1;
-		char *d = __cxa_demangle(raw, NULL, NULL, &status);
-		if (d && status == 0) {
-			const char *r = intern(s, d);
-			free(d);
-			return r;
-		}
-		free(d);
-	}
-	return intern(s, raw);
-}
-
 /* ---- modules ---------------------------------------------------------- */
 
 static int32_t module_of(struct wsp_syms *s, const wsprof_module_info *info)
@@ -312,12 +331,85 @@ static int32_t module_of(struct wsp_syms *s, const wsprof_module_info *info)
 	return (int32_t)s->nmods++;
 }
 
+/* ---- separate debug files ------------------------------------------- */
+
+/* Where libdwfl looks for a module's separate debug file, by build-id
+ * (DIR/.build-id/xx/yyyy.debug) and by .gnu_debuglink: the directories in
+ * WSPROF_DEBUG_PATH (colon-separated, laid out like /usr/lib/debug) first,
+ * then its own places (beside the module, its .debug directory,
+ * /usr/lib/debug, where Debian's -dbgsym and -dbg packages install).
+ * Set once, by wsp_syms_new. */
 static char *debuginfo_path;
+
+/* The debuginfod client's cache (DEBUGINFOD_CACHE_PATH, else
+ * $XDG_CACHE_HOME/debuginfod_client, else ~/.cache/debuginfod_client):
+ * BUILDID/debuginfo, what `debuginfod-find` and gdb left there. Read only:
+ * nothing is ever fetched. */
+static int from_debuginfod_cache(Dwfl_Module *mod, char **name)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+	const char *env = getenv("DEBUGINFOD_CACHE_PATH"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[PATH_MAX], path[PATH_MAX + 160];
+	if (n <= 0 || n > 64)
+		return -1;
+	if (env && *env)
+		snprintf(dir, sizeof dir, "%s", env);
+	else if (xdg && *xdg)
+		snprintf(dir, sizeof dir, "%s/debuginfod_client", xdg);
+	else if (home && *home)
+		snprintf(dir, sizeof dir, "%s/.cache/debuginfod_client", home);
+	else
+		return -1;
+	size_t o = (size_t)snprintf(path, sizeof path, "%s/", dir);
+	for (int i = 0; i < n && o + 3 < sizeof path; i++)
+		o += (size_t)snprintf(path + o, sizeof path - o, "%02x", bits[i]);
+	snprintf(path + o, sizeof path - o, "/debuginfo");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	/* Only the file of this build: its build-id must be the module's. */
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	const void *id = NULL;
+	ssize_t idn = elf ? dwelf_elf_gnu_build_id(elf, &id) : -1;
+	bool same = idn == n && memcmp(id, bits, (size_t)n) == 0;
+	if (elf)
+		elf_end(elf);
+	if (!same || !(*name = strdup(path))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			  char **debuginfo_file_name)
+{
+	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+					      debuginfo_file_name);
+	return fd >= 0 ? fd : from_debuginfod_cache(mod, debuginfo_file_name);
+}
+
 static const Dwfl_Callbacks callbacks = {
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &debuginfo_path,
 };
+
+static void debug_places(void)
+{
+	if (debuginfo_path)
+		return;
+	/* libdwfl would ask a debuginfod server where DEBUGINFOD_URLS names
+	 * one: a report never goes to the network (the cache is read above). */
+	unsetenv("DEBUGINFOD_URLS");
+	const char *mine = getenv("WSPROF_DEBUG_PATH");
+	size_t n = (mine ? strlen(mine) : 0) + 64;
+	if ((debuginfo_path = malloc(n)))
+		snprintf(debuginfo_path, n, "%s%s:.debug:/usr/lib/debug", mine && *mine ? mine : "", mine && *mine ? ":" : "");
+}
 
 /* Open a module's file with libdwfl and check that it is the file that
  * was recorded. Anything else leaves it unusable, once, with a warning. */
@@ -332,6 +424,7 @@ static void module_open(struct wsp_syms *s, struct mod *m)
 	dwfl_report_begin(m->dwfl);
 	m->dm = dwfl_report_elf(m->dwfl, m->name, m->path, -1, m->base, false);
 	dwfl_report_end(m->dwfl, NULL, NULL);
+	m->absent = true; /* until it is found to be the file recorded */
 	if (!m->dm) {
 		if (s->warn)
 			fprintf(s->warn, "wsprof: warning: cannot read %s (%s); its frames show as %s+0xOFFSET\n",
@@ -347,6 +440,7 @@ static void module_open(struct wsp_syms *s, struct mod *m)
 				"its frames show as %s+0xOFFSET\n", m->path, m->name);
 		return;
 	}
+	m->absent = false;
 	m->state = MOD_READY;
 }
 
@@ -381,7 +475,49 @@ int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node
 
 /* ---- symbolizing an address ------------------------------------------ */
 
-static const char *die_function(struct wsp_syms *s, Dwarf_Die *die)
+/* A frame as a module names it, before its strings are interned: names
+ * point into libdw's tables (open as long as the module is), a demangled
+ * C++ name is the frame's own. Workers naming modules in parallel make
+ * these; the caller interns them (adopt), so nothing is shared. */
+struct raw {
+	const char *function, *file;
+	char *owned;          /* function, demangled: freed once interned */
+	unsigned line;
+	bool inlined;
+};
+
+struct raws {
+	struct raw *v;
+	size_t n, cap;
+};
+
+/* A C++ name demangled, anything else as it is. @return 0 or -ENOMEM. */
+static int raw_add(struct raws *out, const char *function, const char *file, unsigned line, bool inlined)
+{
+	if (wsp_grow(&out->v, &out->cap, out->n + 1, sizeof *out->v))
+		return -ENOMEM;
+	struct raw r = { .function = function, .file = file, .line = line, .inlined = inlined };
+	if (function && function[0] == '_' && function[1] == 'Z') {
+		int status = -1;
+		char *d = __cxa_demangle(function, NULL, NULL, &status);
+		if (d && status == 0)
+			r.function = r.owned = d;
+		else
+			free(d);
+	}
+	out->v[out->n++] = r;
+	return 0;
+}
+
+static void raws_free(struct raws *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->v[i].owned);
+	free(r->v);
+	*r = (struct raws){ 0 };
+}
+
+static const char *die_function(Dwarf_Die *die)
 {
 	Dwarf_Attribute attr;
 	const char *name = NULL;
@@ -390,7 +526,7 @@ static const char *die_function(struct wsp_syms *s, Dwarf_Die *die)
 		name = dwarf_formstring(&attr);
 	if (!name && dwarf_attr_integrate(die, DW_AT_name, &attr))
 		name = dwarf_formstring(&attr);
-	return function_name(s, name);
+	return name;
 }
 
 static int arena_add(struct wsp_syms *s, struct wsp_frame f)
@@ -402,8 +538,9 @@ static int arena_add(struct wsp_syms *s, struct wsp_frame f)
 }
 
 /* The logical frames of pc, innermost first, from the DWARF scopes: each
- * inlined call is a frame whose line is where the next one called it. */
-static int frames_from_dwarf(struct wsp_syms *s, struct mod *m, Dwarf_Addr pc, struct wsp_frame base)
+ * inlined call is a frame whose line is where the next one called it.
+ * @return frames added or -ENOMEM. */
+static int frames_from_dwarf(struct mod *m, Dwarf_Addr pc, struct raws *out)
 {
 	Dwarf_Addr bias;
 	Dwarf_Die *cu = dwfl_module_addrdie(m->dm, pc, &bias);
@@ -432,12 +569,8 @@ static int frames_from_dwarf(struct wsp_syms *s, struct mod *m, Dwarf_Addr pc, s
 		int tag = dwarf_tag(&scopes[i]);
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
 			continue;
-		struct wsp_frame f = base;
-		f.function = die_function(s, &scopes[i]);
-		f.file = intern(s, file);
-		f.line = lineno > 0 ? (unsigned)lineno : 0;
-		f.inlined = tag == DW_TAG_inlined_subroutine;
-		if (arena_add(s, f)) {
+		if (raw_add(out, die_function(&scopes[i]), file, lineno > 0 ? (unsigned)lineno : 0,
+			    tag == DW_TAG_inlined_subroutine)) {
 			free(scopes);
 			return -ENOMEM;
 		}
@@ -574,16 +707,18 @@ static void write_frames(FILE *f, const char *bid, uint64_t offset, const struct
 }
 
 /* What was known before and what this report added, to a temporary file
- * renamed into place. A cache that cannot be written is simply not kept. */
-static void cache_save(struct wsp_syms *s)
+ * renamed into place. A cache that cannot be written is simply not kept
+ * (reports say nothing; symbolize says why). @return 0 or -errno. */
+static int cache_save(struct wsp_syms *s)
 {
 	if (!s->cache_path || !s->fresh)
-		return;
+		return 0;
+	s->fresh = 0; /* written once */
 	char tmp[PATH_MAX + 32];
 	snprintf(tmp, sizeof tmp, "%s.%d.tmp", s->cache_path, (int)getpid());
 	FILE *f = fopen(tmp, "we");
 	if (!f)
-		return;
+		return -errno;
 	fprintf(f, CACHE_MAGIC "\n");
 	for (size_t i = 0; i < s->cache_cap; i++)
 		if (s->cache[i].bid)
@@ -594,12 +729,48 @@ static void cache_save(struct wsp_syms *s)
 		if (e->used && e->fresh)
 			write_frames(f, s->mods[e->mod].bid, e->offset, s->arena + e->first, e->count);
 	}
-	if (fclose(f) != 0 || rename(tmp, s->cache_path) != 0)
+	int err = ferror(f) ? -EIO : 0;
+	if (fclose(f) != 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, s->cache_path) != 0)
+		err = -errno;
+	if (err)
 		unlink(tmp);
+	return err;
+}
+
+int wsp_syms_save(struct wsp_syms *s, const char **path)
+{
+	*path = s->cache_path;
+	if (!s->cache_path)
+		return -ENOENT;
+	int err = cache_save(s);
+	return err ? err : access(s->cache_path, F_OK) ? -errno : 0;
+}
+
+void wsp_syms_stats(const struct wsp_syms *s, struct wsp_syms_stats *st)
+{
+	*st = (struct wsp_syms_stats){ 0 };
+	for (size_t i = 0; i < s->addrcap; i++) {
+		const struct addr_entry *e = &s->addrs[i];
+		if (!e->used || !e->count)
+			continue;
+		st->addresses++;
+		st->unnamed += !s->arena[e->first].function;
+		st->uncached += e->mod >= 0 && !s->mods[e->mod].key;
+		st->outside += e->mod < 0;
+	}
+	for (size_t i = 0; i < s->nmods; i++) {
+		st->lost += s->mods[i].lost;
+		st->absent += s->mods[i].lost > 0;
+		st->modules += s->mods[i].resolved > 0 || s->mods[i].lost > 0;
+	}
 }
 
 void wsp_syms_cache(struct wsp_syms *s, const char *trace_path)
 {
+	free(s->trace_path);
+	s->trace_path = strdup(trace_path);
 	char dir[PATH_MAX], path[2 * PATH_MAX + 64];
 	snprintf(dir, sizeof dir, "%s", trace_path);
 	char *slash = strrchr(dir, '/');
@@ -699,51 +870,106 @@ static const char *index_lookup(const struct mod *m, uint64_t pc)
 	return !f->size || pc < f->addr + f->size ? f->name : NULL;
 }
 
-/* Symbolize (module, offset) into the arena. @return 0 or -ENOMEM. */
-static int symbolize(struct wsp_syms *s, struct addr_entry *e)
+static const char *index_lookup(const struct mod *m, uint64_t pc);
+
+/* The frames of an offset in a ready module: from DWARF, else one named
+ * by the symbol index (its function NULL when none covers it). Touches
+ * nothing but the module and out, so modules can be named in parallel.
+ * @return 0 or -ENOMEM. */
+static int name_offset(struct mod *m, uint64_t offset, struct raws *out)
 {
-	e->first = (uint32_t)s->narena;
-	struct wsp_frame base = { .offset = e->offset };
+	Dwarf_Addr pc = m->base + offset - 1;
+	int added = frames_from_dwarf(m, pc, out);
+	if (added)
+		return added < 0 ? added : 0;
+	if (!m->indexed && index_build(m))
+		return -ENOMEM;
+	return raw_add(out, index_lookup(m, pc), NULL, 0, false);
+}
+
+/* An address's frames into the arena: n raw frames (none: only its module
+ * and offset are known), their strings interned. @return 0 or -ENOMEM. */
+static int adopt(struct wsp_syms *s, struct addr_entry *e, struct raw *r, size_t n)
+{
 	struct mod *m = e->mod >= 0 ? &s->mods[e->mod] : NULL;
-	if (m) {
-		base.module = intern(s, m->name);
+	struct wsp_frame base = { .offset = e->offset, .module = m ? intern(s, m->name) : NULL };
+	e->first = (uint32_t)s->narena;
+	int err = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct wsp_frame f = base;
+		f.function = intern(s, r[i].function);
+		f.file = intern(s, r[i].file);
+		f.line = r[i].line;
+		f.inlined = r[i].inlined;
+		free(r[i].owned);
+		r[i].owned = NULL;
+		if (!err)
+			err = arena_add(s, f);
 	}
-	int added = 0;
-	const struct cached *hit = m && m->key ? cache_find(s, m->key, e->offset) : NULL;
-	if (hit) { /* named by an earlier report: the module need not even be opened */
+	if (!n && !err)
+		err = arena_add(s, base);
+	e->count = (uint32_t)(s->narena - e->first);
+	if (m && !n && m->absent)
+		m->lost++;
+	if (m && n) {
 		m->resolved++;
-		for (uint32_t k = 0; k < hit->count; k++) {
-			struct wsp_frame f = s->cache_frames[hit->first + k];
-			f.module = base.module;
-			f.offset = base.offset;
-			if (arena_add(s, f))
-				return -ENOMEM;
-		}
-		m->unnamed += hit->count == 1 && !s->cache_frames[hit->first].function;
-		e->count = hit->count;
-		return 0;
-	}
-	if (m && m->state == MOD_UNTRIED)
-		module_open(s, m);
-	if (m && m->state == MOD_READY) {
-		m->resolved++;
+		m->unnamed += !r[0].function;
 		e->fresh = m->key != NULL;
 		s->fresh += e->fresh;
-		Dwarf_Addr pc = m->base + e->offset - 1;
-		added = frames_from_dwarf(s, m, pc, base);
-		if (added < 0)
-			return added;
-		if (!added) {
-			if (!m->indexed && index_build(m))
-				return -ENOMEM;
-			base.function = function_name(s, index_lookup(m, pc));
-			m->unnamed += !base.function;
-		}
 	}
-	if (!added && arena_add(s, base))
-		return -ENOMEM;
-	e->count = (uint32_t)(s->narena - e->first);
-	return 0;
+	return err;
+}
+
+/* A new address named from the cache an earlier report kept, if it has
+ * it: the module need not even be opened. @return 1 if so, 0, or -ENOMEM. */
+static int from_cache(struct wsp_syms *s, struct addr_entry *e)
+{
+	struct mod *m = e->mod >= 0 ? &s->mods[e->mod] : NULL;
+	const struct cached *hit = m && m->key ? cache_find(s, m->key, e->offset) : NULL;
+	if (!hit)
+		return 0;
+	const char *module = intern(s, m->name);
+	e->first = (uint32_t)s->narena;
+	m->resolved++;
+	for (uint32_t k = 0; k < hit->count; k++) {
+		struct wsp_frame f = s->cache_frames[hit->first + k];
+		f.module = module;
+		f.offset = e->offset;
+		if (arena_add(s, f))
+			return -ENOMEM;
+	}
+	m->unnamed += hit->count == 1 && !s->cache_frames[hit->first].function;
+	e->count = hit->count;
+	return 1;
+}
+
+/* Whether a new address needs its module read: not in the cache, in a
+ * module that can be read (opened here, once). Those that don't are
+ * named at once. @return 1 (read it), 0 (named) or -ENOMEM. */
+static int needs_module(struct wsp_syms *s, struct addr_entry *e)
+{
+	int hit = from_cache(s, e);
+	if (hit)
+		return hit < 0 ? hit : 0;
+	struct mod *m = e->mod >= 0 ? &s->mods[e->mod] : NULL;
+	if (m && m->state == MOD_UNTRIED)
+		module_open(s, m);
+	if (m && m->state == MOD_READY)
+		return 1;
+	return adopt(s, e, NULL, 0);
+}
+
+/* Symbolize one new address. @return 0 or -ENOMEM. */
+static int symbolize(struct wsp_syms *s, struct addr_entry *e)
+{
+	int need = needs_module(s, e);
+	if (need <= 0)
+		return need;
+	struct raws r = { 0 };
+	int err = name_offset(&s->mods[e->mod], e->offset, &r);
+	err = err ? err : adopt(s, e, r.v, r.n);
+	raws_free(&r);
+	return err;
 }
 
 static bool addr_used(const void *slot)
@@ -758,8 +984,10 @@ static size_t addr_hash(const void *slot, void *ctx)
 	return (size_t)hash_bytes(&e->offset, 8, (uint64_t)e->mod);
 }
 
-static struct addr_entry *lookup(struct wsp_syms *s, int32_t mod, uint64_t offset)
+/* The entry of (mod, offset), made (unnamed, *made set) if new; NULL without memory. */
+static struct addr_entry *entry_of(struct wsp_syms *s, int32_t mod, uint64_t offset, bool *made)
 {
+	*made = false;
 	if (wsp_table_room(&s->addrs, &s->addrcap, s->naddrs, sizeof *s->addrs, 1024, addr_used, addr_hash, NULL))
 		return NULL;
 	size_t j = hash_bytes(&offset, 8, (uint64_t)mod) & (s->addrcap - 1);
@@ -769,11 +997,157 @@ static struct addr_entry *lookup(struct wsp_syms *s, int32_t mod, uint64_t offse
 	struct addr_entry *e = &s->addrs[j];
 	*e = (struct addr_entry){ .mod = mod, .used = true, .offset = offset };
 	s->naddrs++;
-	if (symbolize(s, e)) {
+	*made = true;
+	return e;
+}
+
+static struct addr_entry *lookup(struct wsp_syms *s, int32_t mod, uint64_t offset)
+{
+	bool made;
+	struct addr_entry *e = entry_of(s, mod, offset, &made);
+	if (e && made && symbolize(s, e)) {
 		e->count = 0;
 		return NULL;
 	}
 	return e;
+}
+
+/* ---- naming every address at once, modules in parallel ------------------ */
+
+/* A module's addresses to name, and what its worker found. */
+struct mod_job {
+	struct mod *m;
+	struct addr_entry **e;
+	size_t n, cap;
+	uint32_t *first, *count; /* each address's frames in raws */
+	struct raws raws;
+	int err;
+};
+
+struct naming {
+	struct mod_job *jobs;
+	size_t njobs;
+	atomic_size_t next;   /* the next job to take */
+	atomic_size_t done;   /* addresses named */
+	atomic_size_t finished; /* threads that have left name_jobs */
+};
+
+static void *name_jobs(void *arg)
+{
+	struct naming *nm = arg;
+	for (size_t j; (j = atomic_fetch_add(&nm->next, 1)) < nm->njobs;) {
+		struct mod_job *job = &nm->jobs[j];
+		for (size_t i = 0; i < job->n && !job->err; i++) {
+			job->first[i] = (uint32_t)job->raws.n;
+			job->err = name_offset(job->m, job->e[i]->offset, &job->raws);
+			job->count[i] = (uint32_t)(job->raws.n - job->first[i]);
+			atomic_fetch_add(&nm->done, 1);
+		}
+	}
+	atomic_fetch_add(&nm->finished, 1);
+	return NULL;
+}
+
+static int by_size_desc(const void *a, const void *b)
+{
+	const struct mod_job *x = a, *y = b;
+	return x->n > y->n ? -1 : x->n < y->n;
+}
+
+/* Worth threads: fewer addresses are named faster than threads start. */
+#define PARALLEL_FROM 2048
+
+long wsp_syms_name_all(struct wsp_syms *s, const char *label)
+{
+	s->named_all = true;
+	/* Every noted address not named yet: named at once from the cache (or
+	 * as module+offset), or marked for its module to name. */
+	int err = 0;
+	for (size_t node = 1; node < s->nodecap && !err; node++) {
+		const struct node_ref *r = &s->nodes[node];
+		bool made;
+		struct addr_entry *e = r->noted ? entry_of(s, r->mod, r->offset, &made) : NULL;
+		if (!r->noted || (e && !made))
+			continue;
+		int need = e ? needs_module(s, e) : -ENOMEM;
+		if (need > 0)
+			e->pending = true;
+		err = need < 0 ? need : 0;
+	}
+	/* The marked ones by module: the table no longer moves. */
+	struct mod_job *jobs = s->nmods ? calloc(s->nmods, sizeof *jobs) : NULL;
+	if (s->nmods && !jobs)
+		err = -ENOMEM;
+	size_t pending = 0;
+	for (size_t i = 0; i < s->addrcap && !err; i++) {
+		struct addr_entry *e = &s->addrs[i];
+		if (!e->used || !e->pending)
+			continue;
+		e->pending = false;
+		struct mod_job *job = &jobs[e->mod];
+		job->m = &s->mods[e->mod];
+		if (wsp_grow(&job->e, &job->cap, job->n + 1, sizeof *job->e))
+			err = -ENOMEM;
+		else
+			job->e[job->n++] = e;
+		pending++;
+	}
+	size_t njobs = 0;
+	for (size_t i = 0; i < s->nmods && jobs; i++) {
+		if (!jobs[i].n)
+			continue;
+		struct mod_job job = jobs[i];
+		jobs[i] = (struct mod_job){ 0 };
+		jobs[njobs++] = job;
+	}
+	for (size_t j = 0; j < njobs && !err; j++) {
+		jobs[j].first = malloc(jobs[j].n * sizeof *jobs[j].first);
+		jobs[j].count = malloc(jobs[j].n * sizeof *jobs[j].count);
+		if (!jobs[j].first || !jobs[j].count)
+			err = -ENOMEM;
+	}
+	struct naming nm = { .jobs = jobs, .njobs = err ? 0 : njobs };
+	if (nm.njobs) {
+		qsort(jobs, njobs, sizeof *jobs, by_size_desc); /* the largest first: they finish last */
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		size_t nthreads = pending < PARALLEL_FROM || cores < 2 ? 0 : (size_t)cores;
+		nthreads = nthreads > njobs ? njobs : nthreads;
+		pthread_t *threads = nthreads ? calloc(nthreads, sizeof *threads) : NULL;
+		size_t started = 0;
+		for (; threads && started < nthreads; started++)
+			if (pthread_create(&threads[started], NULL, name_jobs, &nm))
+				break;
+		unsigned columns = 80;
+		FILE *tty = started ? wsp_progress_tty(&columns) : NULL;
+		struct wsp_progress bar;
+		wsp_progress_start(&bar, tty, columns, label, tty ? wsp_progress_now() : 0);
+		wsp_progress_count(&bar, "addresses");
+		if (!started)
+			name_jobs(&nm); /* here, in this thread */
+		while (atomic_load(&nm.finished) < started) {
+			wsp_progress_update(&bar, wsp_progress_now(), atomic_load(&nm.done), pending);
+			nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
+		}
+		for (size_t i = 0; i < started; i++)
+			pthread_join(threads[i], NULL);
+		wsp_progress_end(&bar);
+		free(threads);
+	}
+	/* What the workers found, interned here, module by module. */
+	for (size_t j = 0; j < nm.njobs; j++) {
+		struct mod_job *job = &jobs[j];
+		err = err ? err : job->err;
+		for (size_t i = 0; i < job->n && !err; i++)
+			err = adopt(s, job->e[i], job->raws.v + job->first[i], job->count[i]);
+	}
+	for (size_t j = 0; j < njobs; j++) {
+		raws_free(&jobs[j].raws);
+		free(jobs[j].e);
+		free(jobs[j].first);
+		free(jobs[j].count);
+	}
+	free(jobs);
+	return err ? err : (long)pending;
 }
 
 /* ---- stacks ------------------------------------------------------------ */
@@ -796,6 +1170,12 @@ static bool is_allocator_entry(const char *fn)
 
 size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, const struct wsp_frame **frames)
 {
+	if (!s->named_all) { /* the first stack shown: every one noted so far, named at once */
+		s->named_all = true;
+		char label[PATH_MAX + 32];
+		snprintf(label, sizeof label, "naming frames of %s", s->trace_path ? s->trace_path : "the trace");
+		wsp_syms_name_all(s, label); /* without memory, each is named as it comes */
+	}
 	size_t n = 0;
 	uint64_t parent, ip;
 	bool top = true;

@@ -44,10 +44,36 @@ void wsp_syms_free(struct wsp_syms *s);
  * named, when s is freed. WSPROF_SYMBOL_CACHE=0 keeps none. */
 void wsp_syms_cache(struct wsp_syms *s, const char *trace_path);
 
+/* What was named, for `wsprof symbolize`. */
+struct wsp_syms_stats {
+	uint64_t addresses;   /* distinct addresses named (from modules, the cache, or as module+offset) */
+	uint64_t unnamed;     /* of them, without a function name */
+	uint64_t lost;        /* of them, in modules not found here (or changed): module+offset */
+	uint64_t uncached;    /* of them, in modules without a build-id: names not kept */
+	uint64_t outside;     /* of them, outside every module (JIT code, the vdso) */
+	size_t modules;       /* modules with addresses */
+	size_t absent;        /* of them, not found here (or changed) */
+};
+void wsp_syms_stats(const struct wsp_syms *s, struct wsp_syms_stats *st);
+/* Write the names kept between reports now (wsp_syms_cache), not only
+ * when s is freed. *path: where, NULL when none is kept (WSPROF_SYMBOL_CACHE=0,
+ * no place to write). @return 0 or -errno. */
+int wsp_syms_save(struct wsp_syms *s, const char **path);
+
 /* Bind a stack's addresses to the modules loaded at this point of the
  * stream. Call for every stack as the events that use it are read.
  * @return 0 or -ENOMEM. */
 int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t stack);
+
+/* Name every address of the stacks noted so far that is not named yet:
+ * from the cache, else by reading its module, the modules in parallel
+ * (a thread per core) when there are many, with a progress line on a
+ * terminal (label: "naming frames of app.wsp") once it takes a second.
+ * The first wsp_syms_stack call runs it (a report names its stacks once
+ * it has read the trace and has something to show); stacks noted later
+ * are named as wsp_syms_stack meets them.
+ * @return the addresses read from their modules, or -ENOMEM. */
+long wsp_syms_name_all(struct wsp_syms *s, const char *label);
 
 /* The logical frames of a noted stack, innermost first, with wsprof's and
  * the allocator's entry points (malloc, operator new, ...) trimmed from

@@ -13,8 +13,10 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 TestSuite(dlopen, .fini = wt_cleanup, .timeout = 60);
@@ -166,4 +168,50 @@ Test(dlopen, names_are_kept_beside_the_trace_for_later_reports)
 	wt_result_free(&later);
 	wt_result_free(&first);
 	free(cache), free(trace), free(lib);
+}
+
+/* A trace read on another machine: `wsprof symbolize` names every frame
+ * where the modules are and keeps the names in TRACE.symbols; the trace
+ * and that file copied elsewhere, with the library gone, report its
+ * functions. Without the file the report shows module+offset and says
+ * what to run where the trace was recorded. */
+Test(dlopen, a_symbolized_trace_is_named_where_its_modules_are_not)
+{
+	const char *dir = wt_test_dir();
+	char *lib, *trace = record_relative(dir, &lib), *cache = wt_path(dir, "t.wsp.symbols");
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ wt_wsprof(), "symbolize", trace, NULL });
+	wt_assert_status(&r, 0, "wsprof symbolize");
+	cr_expect(strstr(r.out, "kept in ") && strstr(r.out, "t.wsp.symbols"), "symbolize does not say where:\n%s", r.out);
+	cr_expect(wt_file_exists(cache), "no %s after symbolize", cache);
+	wt_result_free(&r);
+
+	/* "Another machine": the trace and its names copied, the library gone. */
+	char *laptop = wt_path(dir, "laptop");
+	cr_assert_eq(mkdir(laptop, 0755), 0);
+	char *moved = wt_path(laptop, "t.wsp"), *moved_cache = wt_path(laptop, "t.wsp.symbols");
+	const char *from[] = { trace, cache }, *to[] = { moved, moved_cache };
+	for (size_t i = 0; i < 2; i++) {
+		size_t len = 0;
+		char *bytes = wt_read_file(from[i], &len);
+		cr_assert(bytes && wt_write_file(to[i], bytes, len) == 0, "cannot copy %s", from[i]);
+		free(bytes);
+	}
+	cr_assert_eq(unlink(lib), 0, "cannot remove the library");
+	wt_run(&r, (const char *[]){ wt_wsprof(), "report", "leaks", moved, NULL });
+	wt_assert_status(&r, 0, "a report of the copied trace");
+	cr_expect(strstr(r.out, "testalloc_make (testalloc.c:"), "the copied names did not name the library:\n%s", r.out);
+	cr_expect(!strstr(r.err, "wsprof symbolize"), "advice where every frame was named:\n%s", r.err);
+	wt_result_free(&r);
+
+	cr_assert_eq(unlink(moved_cache), 0);
+	wt_run(&r, (const char *[]){ wt_wsprof(), "report", "leaks", moved, NULL });
+	wt_assert_status(&r, 0, "a report of the copied trace without its names");
+	cr_expect(!strstr(r.out, "testalloc_make"), "named without the names or the library:\n%s", r.out);
+	cr_expect(strstr(r.out, "libtestalloc.so+0x"), "the library's frames are not module+offset:\n%s", r.out);
+	char advice[4200];
+	snprintf(advice, sizeof advice, "run 'wsprof symbolize %s' and copy %s.symbols beside the trace", moved, moved);
+	cr_expect(strstr(r.err, advice), "no advice on what to run where it was recorded:\n%s", r.err);
+	wt_result_free(&r);
+	free(moved), free(moved_cache), free(laptop), free(cache), free(trace), free(lib);
 }

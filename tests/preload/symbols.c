@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 TestSuite(symbols, .fini = wt_cleanup, .timeout = 60);
 
@@ -193,28 +194,39 @@ Test(symbols, a_program_without_symbols_gives_module_and_offset)
 	wt_recording_free(&rec);
 }
 
+/* A copy of a test program at `to`, runnable. */
+static void copy_program(const char *from, const char *to)
+{
+	size_t len;
+	char *bytes = wt_read_file(from, &len);
+	cr_assert(bytes && wt_write_file(to, bytes, len) == 0, "cannot copy %s", from);
+	free(bytes);
+	cr_assert_eq(chmod(to, 0755), 0);
+}
+
+/* `wsprof record -o trace -- prog expect lib`, which must succeed. */
+static void record_program(const char *prog, const char *trace, const char *expect, const char *lib, const char *what)
+{
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ wt_wsprof(), "record", "-o", trace, "--", prog, expect, lib, NULL });
+	wt_assert_status(&r, 0, what);
+	wt_result_free(&r);
+}
+
 Test(symbols, a_rebuilt_program_is_reported_not_misnamed)
 {
 	const char *dir = wt_test_dir();
 	char *orig = wt_prog("alloc_sites"), *copy = wt_path(dir, "sites_copy"), *other = wt_prog("alloc_stripped");
 	char *lib = wt_prog("libsites.so"), *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json");
-	size_t len;
-	char *bytes = wt_read_file(orig, &len);
-	cr_assert(bytes && wt_write_file(copy, bytes, len) == 0);
-	free(bytes);
-	cr_assert_eq(chmod(copy, 0755), 0);
+	copy_program(orig, copy);
+	record_program(copy, trace, expect, lib, "wsprof record of a copy of alloc_sites");
+	copy_program(other, copy); /* "rebuild" it: another program, another build-id */
 	struct wt_result r;
-	wt_run(&r, (const char *[]){ wt_wsprof(), "record", "-o", trace, "--", copy, expect, lib, NULL });
-	wt_assert_status(&r, 0, "wsprof record of a copy of alloc_sites");
-	wt_result_free(&r);
-
-	bytes = wt_read_file(other, &len); /* "rebuild" it: another program, another build-id */
-	cr_assert(bytes && wt_write_file(copy, bytes, len) == 0);
-	free(bytes);
-
 	struct wt_json *j = report(trace, (const char *[]){ "callsites", "--top", "0", NULL }, &r);
 	cr_expect(strstr(r.err, "sites_copy has changed since it was recorded") != NULL, "no warning:\n%s", r.err);
-	cr_expect_eq(wt_count_lines(r.err), 1, "one warning, not:\n%s", r.err);
+	/* Once, and what would name its frames: symbolize where it was recorded. */
+	cr_expect(strstr(r.err, "run 'wsprof symbolize ") != NULL, "no advice:\n%s", r.err);
+	cr_expect_eq(wt_count_lines(r.err), 2, "one warning and the advice, not:\n%s", r.err);
 	const struct wt_json *sites = wt_json_get(j, "sites");
 	cr_expect_null(find(sites, "function", "peak_holder"), "frames of a rebuilt program were named");
 	bool offset_frame = false;
@@ -298,6 +310,175 @@ Test(symbols, debug_info_in_a_separate_debuglink_file_is_found)
 	free(debug);
 	free(copy);
 	free(orig);
+}
+
+/* The 20 bytes of a program's GNU build-id in its file's bytes. */
+static unsigned char *build_id_in(unsigned char *bytes, size_t len, const char *path)
+{
+	/* The note: namesz 4, descsz 20, type 3 (NT_GNU_BUILD_ID), "GNU\0", then the id. */
+	static const unsigned char note[] = { 4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0 };
+	unsigned char *at = memmem(bytes, len, note, sizeof note);
+	cr_assert(at && at + sizeof note + 20 <= bytes + len, "%s has no build-id note", path);
+	return at + sizeof note;
+}
+
+/* Copy a program to `to` with the first byte of its build-id changed:
+ * the same code, as another build would be. */
+static void copy_as_another_build(const char *from, const char *to)
+{
+	size_t len;
+	unsigned char *bytes = (unsigned char *)wt_read_file(from, &len);
+	cr_assert(bytes, "cannot read %s", from);
+	build_id_in(bytes, len, from)[0] ^= 0xff;
+	cr_assert_eq(wt_write_file(to, (const char *)bytes, len), 0);
+	cr_assert_eq(chmod(to, 0755), 0);
+	free(bytes);
+}
+
+/* mkdir -p */
+static void make_dirs(const char *path)
+{
+	char buf[4096];
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(buf, 0755);
+			*p = '/';
+		}
+	mkdir(buf, 0755);
+}
+
+/* A copy of alloc_sites whose debug info is apart, with no debuglink: a
+ * report finds it only where it looks by build-id. `place` gets the
+ * build-id in hex and returns where the debug file goes. Records the copy
+ * and reports its call sites with env (NULL-terminated VAR=VALUE list):
+ * whether peak_holder had its file and line. */
+static bool line_found_by_build_id(char *(*place)(const char *dir, const char *hex), const char *const *env_fmt)
+{
+	const char *dir = wt_test_dir();
+	char *orig = wt_prog("alloc_sites"), *copy = wt_path(dir, "sites_bid"), *lib = wt_prog("libsites.so");
+	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json"), *full = wt_path(dir, "sites_full");
+	size_t len;
+	unsigned char *bytes = (unsigned char *)wt_read_file(orig, &len);
+	cr_assert(bytes);
+	char hex[41];
+	const unsigned char *id = build_id_in(bytes, len, orig);
+	for (int i = 0; i < 20; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	cr_assert(wt_write_file(full, (const char *)bytes, len) == 0);
+	free(bytes);
+	char *debug = place(dir, hex);
+	char *slash = strrchr(debug, '/');
+	*slash = 0;
+	make_dirs(debug);
+	*slash = '/';
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ "/usr/bin/objcopy", "--only-keep-debug", full, debug, NULL });
+	wt_assert_status(&r, 0, "objcopy --only-keep-debug");
+	wt_result_free(&r);
+	wt_run(&r, (const char *[]){ "/usr/bin/objcopy", "--strip-debug", full, copy, NULL });
+	wt_assert_status(&r, 0, "objcopy --strip-debug");
+	wt_result_free(&r);
+	cr_assert_eq(chmod(copy, 0755), 0);
+	record_program(copy, trace, expect, lib, "wsprof record of the stripped copy");
+	const char *argv[16] = { "/usr/bin/env", "WSPROF_SYMBOL_CACHE=0" };
+	size_t n = 2;
+	char envs[4][4200];
+	for (size_t i = 0; env_fmt && env_fmt[i]; i++) {
+		snprintf(envs[i], sizeof envs[i], env_fmt[i], dir);
+		argv[n++] = envs[i];
+	}
+	const char *rest[] = { wt_wsprof(), "report", "callsites", "--top", "0", "--json", trace, NULL };
+	for (size_t i = 0; rest[i]; i++)
+		argv[n++] = rest[i];
+	argv[n] = NULL;
+	wt_run(&r, argv);
+	wt_assert_status(&r, 0, "wsprof report callsites");
+	char err[256];
+	struct wt_json *j = wt_json_parse(r.out, err, sizeof err);
+	cr_assert(j, "not JSON (%s):\n%s", err, r.out);
+	/* From DWARF, "peak_holder"; from the symbol table alone, its demangled "peak_holder()". */
+	const struct wt_json *s = find(wt_json_get(j, "sites"), "function", "peak_holder");
+	s = s ? s : find(wt_json_get(j, "sites"), "function", "peak_holder()");
+	cr_assert(s, "peak_holder not named (the symbol table is kept):\n%s", r.out);
+	bool found = wt_u64(s, "line") == line_of("alloc_sites.cc", "SITE:peak");
+	wt_json_free(j);
+	wt_result_free(&r);
+	free(debug), free(full), free(expect), free(trace), free(lib), free(copy), free(orig);
+	return found;
+}
+
+static char *in_build_id_tree(const char *dir, const char *hex)
+{
+	return wt_path(dir, "debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+}
+
+static char *in_debuginfod_cache(const char *dir, const char *hex)
+{
+	return wt_path(dir, "dcache/%s/debuginfo", hex);
+}
+
+/* As Debian's -dbgsym packages install it: DIR/.build-id/xx/yyyy.debug,
+ * found by the module's build-id in WSPROF_DEBUG_PATH (as in /usr/lib/debug). */
+Test(symbols, a_debug_file_is_found_by_build_id)
+{
+	cr_expect(line_found_by_build_id(in_build_id_tree, (const char *[]){ "WSPROF_DEBUG_PATH=%s/debug", NULL }),
+		  "peak_holder's line not found from DIR/.build-id/xx/yyyy.debug");
+	cr_expect(!line_found_by_build_id(in_build_id_tree, NULL), "a line found without the debug file's directory");
+}
+
+/* What a debuginfod client (gdb, debuginfod-find) left in its cache:
+ * read, never fetched (DEBUGINFOD_URLS set to nowhere changes nothing). */
+Test(symbols, a_debug_file_is_found_in_the_debuginfod_cache)
+{
+	cr_expect(line_found_by_build_id(in_debuginfod_cache,
+					 (const char *[]){ "DEBUGINFOD_CACHE_PATH=%s/dcache", "DEBUGINFOD_URLS=http://127.0.0.1:9/",
+							   NULL }),
+		  "peak_holder's line not found in the debuginfod client's cache");
+	cr_expect(!line_found_by_build_id(in_debuginfod_cache, (const char *[]){ "DEBUGINFOD_CACHE_PATH=%s/elsewhere", NULL }),
+		  "a line found without the cache");
+}
+
+/* Names kept beside a trace (TRACE.symbols) are for the builds it
+ * recorded: the same path recorded again with another build of the
+ * program (the same code, another build-id, its symbols stripped) is not
+ * named from the names the first build left, though every offset is the
+ * same; the first build's trace still is. */
+Test(symbols, names_kept_for_one_build_are_not_given_to_another)
+{
+	const char *dir = wt_test_dir();
+	char *orig = wt_prog("alloc_sites"), *copy = wt_path(dir, "sites_copy"), *lib = wt_prog("libsites.so");
+	char *trace = wt_path(dir, "t.wsp"), *expect = wt_path(dir, "expect.json"), *cache = wt_path(dir, "t.wsp.symbols");
+	copy_program(orig, copy);
+	record_program(copy, trace, expect, lib, "wsprof record of the first build");
+	struct wt_result r;
+	struct wt_json *j = report(trace, (const char *[]){ "callsites", "--top", "0", NULL }, &r);
+	cr_expect(find(wt_json_get(j, "sites"), "function", "peak_holder"), "the first build is not named:\n%s", r.out);
+	cr_assert(wt_file_exists(cache), "no %s after the first report", cache);
+	wt_json_free(j);
+	wt_result_free(&r);
+
+	/* Another build, stripped, recorded to the same trace path beside the names kept. */
+	char *other = wt_path(dir, "other_build");
+	copy_as_another_build(orig, other);
+	wt_run(&r, (const char *[]){ "/usr/bin/objcopy", "--strip-all", other, copy, NULL });
+	wt_assert_status(&r, 0, "objcopy --strip-all");
+	wt_result_free(&r);
+	unlink(trace);
+	record_program(copy, trace, expect, lib, "wsprof record of the other build");
+	j = report(trace, (const char *[]){ "callsites", "--top", "0", NULL }, &r);
+	const struct wt_json *sites = wt_json_get(j, "sites");
+	cr_expect_null(find(sites, "function", "peak_holder"), "the other build was named from the first one's names");
+	bool offset_frame = false;
+	for (size_t i = 0; sites && i < sites->count; i++) {
+		const char *label = wt_json_str(&sites->items[i], "label");
+		offset_frame |= label && strncmp(label, "sites_copy+0x", 13) == 0;
+	}
+	cr_expect(offset_frame, "the stripped build's frames are not module+offset:\n%s", r.out);
+	wt_json_free(j);
+	wt_result_free(&r);
+	free(other), free(cache), free(expect), free(trace), free(lib), free(copy), free(orig);
 }
 
 /* A library of 4,000 functions without debug info (tests/progs/gen_many.c):
