@@ -56,7 +56,8 @@ int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool s
 int wsp_load_following(const char *path, const struct wsp_model_options *opt, bool symbols,
 		       const struct wsp_follower *f, size_t nf, struct wsp_loaded *out);
 /* Another pass over a trace (already loaded once: no warnings again), for
- * followers alone. @return 0, or 1 after a one-line error. */
+ * followers alone. Its reader keeps no stacks: followers find them in the
+ * load they borrow. @return 0, or 1 after a one-line error. */
 int wsp_follow(const char *path, const struct wsp_follower *f, size_t nf);
 
 /* An allocation site: the first frame outside the allocator, and the

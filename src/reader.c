@@ -208,6 +208,7 @@ struct wsprof_trace {
 
 	struct stack_node *stacks;
 	size_t nstacks;           /* table capacity */
+	bool forget_stacks;       /* wsprof_trace_forget_stacks: nodes checked, not kept */
 
 	struct module *mods;
 	size_t nmods, modcap;
@@ -1384,6 +1385,8 @@ static int batch_next(wsprof_trace *t)
 
 static int stack_set(wsprof_trace *t, const struct stack_def *d)
 {
+	if (t->forget_stacks)
+		return 0;
 	if (d->id >= t->nstacks) {
 		size_t cap = t->nstacks, need = (size_t)d->id + 1;
 		if (wsp_grow(&t->stacks, &cap, need, sizeof *t->stacks))
@@ -1521,6 +1524,11 @@ void wsprof_trace_position(const wsprof_trace *t, uint64_t *bytes_read, uint64_t
 {
 	*bytes_read = t->seen.bytes_read;
 	*file_size = t->file_size;
+}
+
+void wsprof_trace_forget_stacks(wsprof_trace *t)
+{
+	t->forget_stacks = true;
 }
 
 size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint64_t *ips, size_t max)

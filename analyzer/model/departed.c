@@ -1,12 +1,15 @@
 /*
  * departed.c - see departed.h.
  *
- * The blocks live in an open-addressing table keyed by address (half full
- * at most), swept to prune, rebuilt when it grows. Looking them up by
- * address uses an index built for one window at a time: the blocks live
- * in it, sorted by start, each with the furthest end among itself and
- * those before it, so a walk back from the last block starting before a
- * region stops where nothing earlier can reach into it. Blocks of
+ * The blocks live in a dense array, found by address through an
+ * open-addressing table of their places (4 bytes a slot, half full at
+ * most): a slot for every block of 96 bytes would cost twice the array
+ * again, and a report replays the trace in two or three models at once.
+ * Pruning compacts the array and makes the table again. Looking them up
+ * by address uses an index built for one window at a time: the blocks
+ * live in it, sorted by start, each with the furthest end among itself
+ * and those before it, so a walk back from the last block starting before
+ * a region stops where nothing earlier can reach into it. Blocks of
  * different addresses may still overlap (a big block freed, then a small
  * one inside its old range): each one is visited.
  */
@@ -27,9 +30,10 @@ struct entry {
 struct wsp_departed {
 	void (*let_go)(struct wsp_departed_block *, void *);
 	void *arg;
-	struct wsp_departed_block *slots; /* b.size == 0 and end_ns == 0: empty */
-	bool *used;
-	size_t cap, n;
+	struct wsp_departed_block *v; /* the blocks kept */
+	size_t n, vcap;
+	uint32_t *table;        /* by address: place in v + 1; 0: empty */
+	size_t cap;             /* slots of table: a power of two, or 0 */
 	uint64_t swept;         /* `before` at the last sweep */
 	struct entry *index;
 	size_t nindex, index_cap;
@@ -59,8 +63,8 @@ void wsp_departed_free(struct wsp_departed *d)
 {
 	if (!d)
 		return;
-	free(d->slots);
-	free(d->used);
+	free(d->v);
+	free(d->table);
 	free(d->index);
 	free(d);
 }
@@ -69,60 +73,52 @@ void wsp_departed_free(struct wsp_departed *d)
 static size_t probe(const struct wsp_departed *d, uint64_t addr)
 {
 	size_t i = slot_of(addr, d->cap);
-	while (d->used[i] && d->slots[i].b.addr != addr)
+	while (d->table[i] && d->v[d->table[i] - 1].b.addr != addr)
 		i = (i + 1) & (d->cap - 1);
 	return i;
 }
 
-/* A table of cap slots holding the blocks kept that ended at `before` or
- * later (all of them with before 0), the others let go. */
-static int rebuild(struct wsp_departed *d, size_t cap, uint64_t before)
+/* The table made again for the blocks of v, with cap slots if that much
+ * memory is to be had (else in the one it has, which is large enough
+ * when it only shrinks). @return 0 or -ENOMEM. */
+static int retable(struct wsp_departed *d, size_t cap)
 {
-	struct wsp_departed_block *slots = malloc(cap * sizeof *slots);
-	bool *used = calloc(cap, sizeof *used);
-	if (!slots || !used) {
-		free(slots);
-		free(used);
+	uint32_t *t = cap != d->cap ? calloc(cap, sizeof *t) : NULL;
+	if (t) {
+		free(d->table);
+		d->table = t;
+		d->cap = cap;
+	} else if (cap > d->cap) {
 		return -ENOMEM;
+	} else {
+		memset(d->table, 0, d->cap * sizeof *d->table);
 	}
-	struct wsp_departed old = *d;
-	d->slots = slots;
-	d->used = used;
-	d->cap = cap;
-	d->n = 0;
-	for (size_t i = 0; i < old.cap; i++) {
-		if (!old.used[i])
-			continue;
-		if (old.slots[i].end_ns < before) {
-			d->let_go(&old.slots[i], d->arg);
-			continue;
-		}
-		size_t j = probe(d, old.slots[i].b.addr);
-		d->slots[j] = old.slots[i];
-		d->used[j] = true;
-		d->n++;
-	}
-	free(old.slots);
-	free(old.used);
+	for (size_t k = 0; k < d->n; k++)
+		d->table[probe(d, d->v[k].b.addr)] = (uint32_t)k + 1;
 	d->index_valid = false;
 	return 0;
 }
 
 int wsp_departed_add(struct wsp_departed *d, const struct wsp_block *b, uint64_t end_ns)
 {
-	if ((d->n + 1) * 2 > d->cap && rebuild(d, d->cap ? d->cap * 2 : 1024, 0)) {
-		struct wsp_departed_block x = { *b, end_ns };
+	struct wsp_departed_block x = { *b, end_ns };
+	if (((d->n + 1) * 2 > d->cap && retable(d, d->cap ? d->cap * 2 : 1024)) || d->n >= UINT32_MAX - 1) {
 		d->let_go(&x, d->arg);
 		return -ENOMEM;
 	}
 	size_t i = probe(d, b->addr);
-	if (d->used[i])
-		d->let_go(&d->slots[i], d->arg);
-	else
-		d->n++;
-	d->slots[i] = (struct wsp_departed_block){ *b, end_ns };
-	d->used[i] = true;
 	d->index_valid = false;
+	if (d->table[i]) { /* one block per address: the one before goes */
+		d->let_go(&d->v[d->table[i] - 1], d->arg);
+		d->v[d->table[i] - 1] = x;
+		return 0;
+	}
+	if (wsp_grow(&d->v, &d->vcap, d->n + 1, sizeof *d->v)) {
+		d->let_go(&x, d->arg);
+		return -ENOMEM;
+	}
+	d->v[d->n++] = x;
+	d->table[i] = (uint32_t)d->n;
 	return 0;
 }
 
@@ -131,27 +127,33 @@ void wsp_departed_prune(struct wsp_departed *d, uint64_t before, uint64_t every)
 	if (!d->n || before < d->swept + every)
 		return;
 	d->swept = before;
-	/* In place when nothing needs letting go would be no cheaper: a sweep
-	 * reads every slot either way. Shrinks when a quarter full. */
+	size_t kept = 0;
+	for (size_t k = 0; k < d->n; k++) {
+		if (d->v[k].end_ns < before)
+			d->let_go(&d->v[k], d->arg);
+		else
+			d->v[kept++] = d->v[k];
+	}
+	d->n = kept;
+	/* Shrinks when an eighth full; the array when a quarter. */
 	size_t cap = d->cap;
 	while (cap > 1024 && d->n * 8 < cap)
 		cap /= 2;
-	if (rebuild(d, cap, before)) {
-		/* No memory for a new table: let go in place, and rehash the rest. */
-		for (size_t i = 0; i < d->cap; i++)
-			if (d->used[i] && d->slots[i].end_ns < before) {
-				d->let_go(&d->slots[i], d->arg);
-				d->slots[i].end_ns = UINT64_MAX; /* kept, as a block nothing can see */
-				d->slots[i].b.size = 0;
-			}
+	if (d->vcap > 1024 && d->n * 4 < d->vcap) {
+		struct wsp_departed_block *v = realloc(d->v, d->vcap / 2 * sizeof *v);
+		if (v) {
+			d->v = v;
+			d->vcap /= 2;
+		}
 	}
+	retable(d, cap); /* cannot fail: it only keeps or shrinks */
 }
 
 void wsp_departed_each(struct wsp_departed *d, void (*fn)(struct wsp_departed_block *, void *), void *arg)
 {
-	for (size_t i = 0; i < d->cap; i++)
-		if (d->used[i] && d->slots[i].b.size)
-			fn(&d->slots[i], arg);
+	for (size_t k = 0; k < d->n; k++)
+		if (d->v[k].b.size)
+			fn(&d->v[k], arg);
 }
 
 static int by_lo(const void *a, const void *b)
@@ -163,9 +165,9 @@ static int by_lo(const void *a, const void *b)
 static int index_build(struct wsp_departed *d, uint64_t start_ns, uint64_t end_ns)
 {
 	d->nindex = 0;
-	for (size_t i = 0; i < d->cap; i++) {
-		struct wsp_departed_block *x = &d->slots[i];
-		if (!d->used[i] || x->end_ns < start_ns || x->b.time_ns > end_ns || !x->b.size)
+	for (size_t k = 0; k < d->n; k++) {
+		struct wsp_departed_block *x = &d->v[k];
+		if (x->end_ns < start_ns || x->b.time_ns > end_ns || !x->b.size)
 			continue;
 		if (wsp_grow(&d->index, &d->index_cap, d->nindex + 1, sizeof *d->index))
 			return -ENOMEM;

@@ -87,6 +87,9 @@ int wsp_follow(const char *path, const struct wsp_follower *f, size_t nf)
 		fprintf(stderr, "wsprof: %s: %s\n", path, wsprof_strerror(err));
 		return 1;
 	}
+	/* Followers name stacks through the reader of a load they borrow, or
+	 * not at all (a heatmap's first pass): this one keeps none. */
+	wsprof_trace_forget_stacks(t);
 	struct following fl;
 	err = following_start(&fl, f, nf);
 	wsprof_event ev;

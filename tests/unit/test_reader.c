@@ -706,6 +706,38 @@ Test(reader_stacks, stacks_come_back_innermost_first)
 	tb_fini(&b);
 }
 
+/* A reader told to forget stacks (a second pass) still gives every event
+ * its stack id and reads on past the stack records, but finds no frames. */
+Test(reader_stacks, a_reader_that_forgets_stacks_keeps_their_ids_only)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	tb_header(&b, NULL);
+	tb_segment(&b, 1, 0, 0);
+	put_stack_tree(&b);
+	tb_ev_alloc(&b, 1, 1, 0, 0, 0x1000, 8, 3);
+	tb_ev_alloc(&b, 2, 2, 0, 0, 0x2000, 8, 4);
+	tb_sync(&b, 3, 3);
+	tb_chunk(&b);
+	tb_footer(&b, 4);
+	wsprof_trace *t = open_built(&b);
+	wsprof_trace_forget_stacks(t);
+	wsprof_event ev;
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.stack, 3);
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.stack, 4);
+	cr_expect_eq(wsprof_trace_next(t, &ev), 0);
+	uint64_t ips[8] = { 0 }, parent, ip;
+	cr_expect_eq(wsprof_trace_stack(t, 3, ips, 8), 0);
+	cr_expect_eq(wsprof_trace_stack_node(t, 1, &parent, &ip), 0);
+	wsprof_trace_status st;
+	wsprof_trace_get_status(t, &st);
+	cr_expect_eq(st.error, 0, "read to its end: %s", wsprof_strerror(st.error));
+	wsprof_trace_close(t);
+	tb_fini(&b);
+}
+
 Test(reader_stacks, depth_is_reported_beyond_max)
 {
 	struct trace_builder b;
