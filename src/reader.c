@@ -73,10 +73,15 @@ struct pending {
 	struct extra *x;        /* owned; NULL for most events */
 };
 
+/* A node of the caller's table: 16 bytes, its top bit saying it is
+ * defined (ids stay far below 2^63: each is at most 2^20 past the count
+ * defined), for a table of millions of nodes on a program like PyTorch. */
 struct stack_node {
-	uint64_t parent, ip;
-	bool defined;
+	uint64_t parent;      /* | NODE_DEFINED */
+	uint64_t ip;
 };
+
+#define NODE_DEFINED (1ull << 63)
 
 struct stack_def {
 	uint64_t id, parent, ip;
@@ -1394,7 +1399,9 @@ static int stack_set(wsprof_trace *t, const struct stack_def *d)
 		memset(t->stacks + t->nstacks, 0, (cap - t->nstacks) * sizeof *t->stacks);
 		t->nstacks = cap;
 	}
-	t->stacks[d->id] = (struct stack_node){ d->parent, d->ip, true };
+	/* A parent past every id (a damaged trace) stays one, whatever its top bit. */
+	uint64_t parent = d->parent < NODE_DEFINED ? d->parent : NODE_DEFINED - 1;
+	t->stacks[d->id] = (struct stack_node){ parent | NODE_DEFINED, d->ip };
 	return 0;
 }
 
@@ -1535,11 +1542,11 @@ size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint64_t *ips, 
 {
 	size_t depth = 0;
 	/* The depth bound also stops a cycle in a corrupt trace. */
-	while (stack && stack < t->nstacks && t->stacks[stack].defined && depth < 4096) {
+	while (stack && stack < t->nstacks && (t->stacks[stack].parent & NODE_DEFINED) && depth < 4096) {
 		if (depth < max)
 			ips[depth] = t->stacks[stack].ip;
 		depth++;
-		uint64_t parent = t->stacks[stack].parent;
+		uint64_t parent = t->stacks[stack].parent & ~NODE_DEFINED;
 		if (parent >= stack && parent != 0)
 			break; /* parents are always defined first */
 		stack = parent;
@@ -1549,9 +1556,9 @@ size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint64_t *ips, 
 
 int wsprof_trace_stack_node(const wsprof_trace *t, uint64_t node, uint64_t *parent, uint64_t *ip)
 {
-	if (!node || node >= t->nstacks || !t->stacks[node].defined)
+	if (!node || node >= t->nstacks || !(t->stacks[node].parent & NODE_DEFINED))
 		return 0;
-	*parent = t->stacks[node].parent;
+	*parent = t->stacks[node].parent & ~NODE_DEFINED;
 	*ip = t->stacks[node].ip;
 	return 1;
 }

@@ -31,6 +31,11 @@ struct wsp_doc {
 	char **files;
 	size_t nfiles;
 	bool failed;
+	/* Pages held (wsp_doc_hold): drawn now into recordings, put in later. */
+	bool holding;
+	cairo_surface_t **held;
+	size_t nheld;
+	cairo_t *held_cr;     /* the held page being drawn */
 };
 
 const struct wsp_rgb WSP_C_ALLOCATED = { 0.16, 0.38, 0.71 }, WSP_C_IN_USE = { 0.10, 0.60, 0.33 },
@@ -168,8 +173,78 @@ static void end_page(struct wsp_doc *d)
 	d->surface = NULL;
 }
 
+/* A white page in points, its font chosen. */
+static void page_start(cairo_t *cr)
+{
+	cairo_save(cr);
+	cairo_set_source_rgb(cr, 1, 1, 1);
+	cairo_paint(cr);
+	cairo_restore(cr);
+	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+}
+
+static void held_page_done(struct wsp_doc *d)
+{
+	if (d->held_cr)
+		cairo_destroy(d->held_cr);
+	d->held_cr = NULL;
+}
+
+/* The next page, held: a recording of what is drawn on it. */
+static cairo_t *held_page(struct wsp_doc *d)
+{
+	held_page_done(d);
+	cairo_surface_t *rec = cairo_recording_surface_create(CAIRO_CONTENT_COLOR_ALPHA,
+							      &(cairo_rectangle_t){ 0, 0, WSP_PAGE_W, WSP_PAGE_H });
+	cairo_surface_t **held = realloc(d->held, (d->nheld + 1) * sizeof *held);
+	if (!held) {
+		d->failed = true;
+		fprintf(stderr, "wsprof: out of memory\n");
+	} else {
+		d->held = held;
+		d->held[d->nheld++] = cairo_surface_reference(rec);
+	}
+	d->held_cr = cairo_create(rec); /* drawn on, and discarded when it could not be kept */
+	cairo_surface_destroy(rec);
+	if (d->surface) { /* text measured as the document's own pages measure it (hinting, metrics) */
+		cairo_font_options_t *fo = cairo_font_options_create();
+		cairo_surface_get_font_options(d->surface, fo);
+		cairo_set_font_options(d->held_cr, fo);
+		cairo_font_options_destroy(fo);
+	}
+	page_start(d->held_cr);
+	return d->held_cr;
+}
+
+void wsp_doc_hold(struct wsp_doc *d, bool on)
+{
+	d->holding = on;
+	if (!on)
+		held_page_done(d);
+}
+
+void wsp_doc_release(struct wsp_doc *d)
+{
+	held_page_done(d);
+	size_t n = d->nheld;
+	d->nheld = 0;
+	bool holding = d->holding;
+	d->holding = false;
+	for (size_t i = 0; i < n; i++) {
+		cairo_t *cr = wsp_doc_page(d);
+		cairo_save(cr);
+		cairo_set_source_surface(cr, d->held[i], 0, 0);
+		cairo_paint(cr);
+		cairo_restore(cr);
+		cairo_surface_destroy(d->held[i]);
+	}
+	d->holding = holding;
+}
+
 cairo_t *wsp_doc_page(struct wsp_doc *d)
 {
+	if (d->holding)
+		return held_page(d);
 	if (d->format == WSP_DOC_PDF && d->surface)
 		cairo_show_page(d->cr); /* the page drawn so far is done */
 	if (d->format != WSP_DOC_PDF || !d->surface) {
@@ -202,13 +277,8 @@ cairo_t *wsp_doc_page(struct wsp_doc *d)
 			cairo_scale(d->cr, PNG_SCALE, PNG_SCALE);
 	}
 	d->pages++;
-	cairo_t *cr = d->cr;
-	cairo_save(cr);
-	cairo_set_source_rgb(cr, 1, 1, 1);
-	cairo_paint(cr);
-	cairo_restore(cr);
-	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-	return cr;
+	page_start(d->cr);
+	return d->cr;
 }
 
 int wsp_doc_close(struct wsp_doc *d)
@@ -246,6 +316,10 @@ void wsp_doc_free(struct wsp_doc *d)
 		cairo_destroy(d->cr);
 	if (d->surface)
 		cairo_surface_destroy(d->surface);
+	held_page_done(d);
+	for (size_t i = 0; i < d->nheld; i++)
+		cairo_surface_destroy(d->held[i]);
+	free(d->held);
 	for (size_t i = 0; i < d->nfiles; i++)
 		free(d->files[i]);
 	free(d->files);

@@ -33,6 +33,13 @@ int wsp_doc_format_of(const char *path, enum wsp_doc_format *format);
 struct wsp_doc *wsp_doc_open(const char *path, bool multi);
 /* Start the next page (white, in points); the context stays the doc's. */
 cairo_t *wsp_doc_page(struct wsp_doc *d);
+/* Hold the pages started from now on (on) or no longer (off): they are
+ * drawn into recordings, which wsp_doc_release puts in the document, in
+ * the order drawn, as its next pages (vector pages stay vector). A report
+ * draws the pages of a model it then frees, before pages that need more
+ * memory, and keeps the order of its pages. */
+void wsp_doc_hold(struct wsp_doc *d, bool on);
+void wsp_doc_release(struct wsp_doc *d);
 /* Finish and write everything. @return 0, or -1 after a one-line error. */
 int wsp_doc_close(struct wsp_doc *d);
 void wsp_doc_free(struct wsp_doc *d);

@@ -291,6 +291,21 @@ int wsp_cmd_report(int argc, char **argv)
 	for (size_t i = 0; i < states.n; i++)
 		second[nsecond++] = wsp_state_follower(&states.v[i]);
 	struct wsp_doc *doc = status ? NULL : wsp_doc_open(out, true);
+	if (doc) {
+		/* Every page of the load's model first (the sites and the flame
+		 * graph held, to come last as ever), so that the model goes before
+		 * the replay makes the heatmaps' and the states' own. */
+		unsigned kind = main_kind(&l);
+		draw_summary(doc, &l);
+		wsp_timeline_draw(doc, &l, -1);
+		wsp_wss_draw(doc, &l, -1);
+		wsp_doc_hold(doc, true);
+		draw_sites(doc, &l, kind);
+		wsp_flame_draw(doc, &l, kind, WSP_FLAME_PEAK);
+		wsp_doc_hold(doc, false);
+		wsp_model_free(l.model);
+		l.model = NULL;
+	}
 	if (!doc || wsp_follow(trace, second, nsecond)) {
 		if (doc)
 			wsp_doc_finish(doc, false);
@@ -299,17 +314,12 @@ int wsp_cmd_report(int argc, char **argv)
 		wsp_loaded_free(&l);
 		return 1;
 	}
-	unsigned kind = main_kind(&l);
-	draw_summary(doc, &l);
-	wsp_timeline_draw(doc, &l, -1);
-	wsp_wss_draw(doc, &l, -1);
 	wsp_heat_pages(doc, heat);
+	wsp_heat_free(heat); /* its model and grid, before the states' pages draw theirs */
 	status |= draw_states(doc, &states);
-	draw_sites(doc, &l, kind);
-	wsp_flame_draw(doc, &l, kind, WSP_FLAME_PEAK);
+	wsp_doc_release(doc);
 	status = wsp_doc_finish(doc, !status);
 	states_free(&states);
-	wsp_heat_free(heat);
 	wsp_loaded_free(&l);
 	return status;
 }
