@@ -275,7 +275,7 @@ static uint64_t attribute(void *ctx, uint64_t start_ns, uint64_t end_ns, uint64_
 	return rest - heap;
 }
 
-/* With totals only, nothing of a window is matched to blocks. */
+/* With totals only (or unmatched access), nothing of a window is matched to blocks. */
 static uint64_t attribute_nothing(void *ctx, uint64_t start_ns, uint64_t end_ns, uint64_t addr, uint64_t len,
 				  uint64_t *kind_bytes)
 {
@@ -294,7 +294,7 @@ int model_ensure_wss(struct wsp_model *m, wsprof_trace *t)
 	if (t)
 		m->window_ns = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
 	uint64_t bucket = m->wss_bucket_ns ? m->wss_bucket_ns : m->window_ns ? m->window_ns : 100000000u;
-	m->wss = wsp_wss_new(bucket, m->totals_only ? attribute_nothing : attribute, m);
+	m->wss = wsp_wss_new(bucket, m->totals_only || m->unmatched_access ? attribute_nothing : attribute, m);
 	return m->wss ? 0 : -ENOMEM;
 }
 
@@ -304,7 +304,8 @@ int model_apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 	if (e)
 		return e;
 	m->note_block = NULL;
-	for (size_t i = 0; !m->totals_only && i < ev->nregions; i++) {
+	bool match = !m->totals_only && !m->unmatched_access;
+	for (size_t i = 0; match && i < ev->nregions; i++) {
 		int err = each_overlap(m, ev->regions[i].addr, ev->regions[i].len, note_access, (void *)&ev->time_ns);
 		if (err)
 			return err;
@@ -313,7 +314,7 @@ int model_apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 	 * have seen blocks freed before it was recorded. */
 	if (wsp_access_is_window(ev->op, ev->size)) {
 		uint64_t start = ev->time_ns > ev->size ? ev->time_ns - ev->size : 0;
-		if (!m->totals_only)
+		if (match)
 			note_departed_access(m, ev, start);
 		if (ev->time_ns > m->windowed_end)
 			m->windowed_end = ev->time_ns;

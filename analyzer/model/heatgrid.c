@@ -526,6 +526,30 @@ static int add_access(struct heat *h, unsigned source, uint64_t start, uint64_t 
 	return err;
 }
 
+/* The call-site row of a live block, kept beside the model by the block's
+ * place: the samples visit the blocks in the order of their places, so
+ * this is read in order, where the hash of stacks would be read at random
+ * for every block of every sample. -1 without memory. */
+static long live_row_of_stack(struct heat *h, const struct wsp_block *b)
+{
+	size_t p = wsp_model_place(h->l.model, b);
+	if (p == SIZE_MAX)
+		return heat_row_of_stack(h, b->stack);
+	if (p >= h->place_rows_cap) {
+		size_t old = h->place_rows_cap;
+		if (wsp_grow(&h->place_rows, &h->place_rows_cap, p + 1, sizeof *h->place_rows))
+			return -1;
+		memset(h->place_rows + old, 0, (h->place_rows_cap - old) * sizeof *h->place_rows);
+	}
+	struct place_row *c = &h->place_rows[p];
+	if (c->row && c->stack == b->stack)
+		return (long)c->row - 1;
+	long r = heat_row_of_stack(h, b->stack);
+	if (r >= 0)
+		*c = (struct place_row){ b->stack, (uint32_t)r + 1 };
+	return r;
+}
+
 /* A live block's bytes into the rows it counts in, pending until the
  * sample is taken (take_live_sample): whole bytes, summed exactly. */
 static void sample_block(const struct wsp_block *b, void *arg)
@@ -538,7 +562,7 @@ static void sample_block(const struct wsp_block *b, void *arg)
 		heat_bands_add(va, wsp_block_addr(b), wsp_block_addr(b) + b->size, &h->err);
 	double bytes = (double)wsp_model_block_bytes(h->l.model, b);
 	if (h->views[WSP_HEAT_BY_CALLSITE].wanted)
-		heat_touch_row(&h->views[WSP_HEAT_BY_CALLSITE], heat_row_of_stack(h, b->stack), bytes, &h->err);
+		heat_touch_row(&h->views[WSP_HEAT_BY_CALLSITE], live_row_of_stack(h, b), bytes, &h->err);
 	if (h->views[WSP_HEAT_BY_NAME].wanted)
 		heat_touch_row(&h->views[WSP_HEAT_BY_NAME], heat_row_of_name(h, b), bytes, &h->err);
 }
@@ -637,7 +661,9 @@ static int second_begin(struct heat *h, wsprof_trace *t)
 {
 	struct wsp_loaded *l = &h->l;
 	h->second_seen = true;
-	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(t)->sample_bytes });
+	/* The grid splits accesses itself: the model need not match them to blocks. */
+	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(t)->sample_bytes,
+							  .unmatched_access = true });
 	if (!l->borrowed && h->views[WSP_HEAT_BY_CALLSITE].wanted && !(l->syms = wsp_syms_new(stderr)))
 		return -ENOMEM;
 	if (!l->model)
@@ -858,6 +884,7 @@ void heat_free(struct heat *h)
 	free(h->index.v);
 	wsp_tpool_free(&h->index.pool);
 	free(h->stacks);
+	free(h->place_rows);
 	wsp_loaded_free(&h->l);
 }
 

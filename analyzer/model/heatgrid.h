@@ -147,6 +147,11 @@ struct heat {
 		uint32_t row;
 	} *stacks;                  /* hash: stack -> call-site row */
 	size_t nstacks, stacks_cap;
+	struct place_row {
+		uint64_t stack;
+		uint32_t row;       /* + 1; 0: none yet */
+	} *place_rows;              /* by the model's place of a live block (wsp_model_place): its call-site row */
+	size_t place_rows_cap;
 	double live_weight;         /* 1 / samples per column */
 	int err;
 	/* Where each pass has got. */

@@ -43,6 +43,7 @@ struct wsp_model *wsp_model_new(const struct wsp_model_options *opt)
 		m->per_stack = opt->per_stack;
 		m->wss_bucket_ns = opt->wss_bucket_ns;
 		m->totals_only = opt->totals_only;
+		m->unmatched_access = opt->unmatched_access;
 		m->sample_bytes = opt->sample_bytes;
 	}
 	return m;
@@ -519,6 +520,11 @@ static void range_changed(struct wsp_model *m, uint64_t lo, uint64_t hi)
 static uint64_t range_end(const struct wsp_block *b)
 {
 	return b->addr + b->size < b->addr ? UINT64_MAX : b->addr + b->size;
+}
+
+size_t wsp_model_place(const struct wsp_model *m, const struct wsp_block *b)
+{
+	return b >= m->blocks && b < m->blocks + m->nblocks ? (size_t)(b - m->blocks) : SIZE_MAX;
 }
 
 bool wsp_model_ranges_changed(struct wsp_model *m, uint64_t *lo, uint64_t *hi)

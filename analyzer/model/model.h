@@ -148,6 +148,11 @@ struct wsp_model_options {
 	 * by kind). Matching keeps blocks in address order, which costs more
 	 * than everything else. */
 	bool totals_only;
+	/* Access samples are not matched to blocks (no block's or site's
+	 * access figures, no working-set window split by kind), while every
+	 * other figure is kept, freed blocks included (wsp_model_each_departed):
+	 * for views that split the accesses themselves (the heatmaps). */
+	bool unmatched_access;
 	/* The trace's wsprof_process.sample_bytes: 0 when every heap block
 	 * was recorded, else the mean bytes between sampled ones. */
 	uint64_t sample_bytes;
@@ -246,6 +251,12 @@ int wsp_model_each_departed(struct wsp_model *m, uint64_t start_ns, uint64_t end
 
 /* Call fn for every live block (heap blocks and mmap ranges). */
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg);
+
+/* Where a live heap block (as each_live gives it) lies in the model's
+ * dense array: the same while it lives, taken by a later block once it is
+ * freed; SIZE_MAX for a range. For views that keep a little about each
+ * block beside the model, read in the same order as each_live. */
+size_t wsp_model_place(const struct wsp_model *m, const struct wsp_block *b);
 
 /* The address span whose ranges (mmap, CUDA VMM) changed since the last
  * call, for views that follow the live set event by event: false when

@@ -125,6 +125,7 @@ struct wsp_model {
 
 	bool per_stack;
 	bool totals_only;
+	bool unmatched_access;       /* wsp_model_options.unmatched_access */
 	struct site *sites;
 	size_t nsites, sites_cap;
 	uint32_t *site_index;        /* hash of (kind, stack) -> sites index + 1 */

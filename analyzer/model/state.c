@@ -154,8 +154,10 @@ int wsp_state_plan(const struct wsp_loaded *whole, const char *at, int kind, str
 	 * come from the whole trace's stacks and symbols. */
 	st->l = (struct wsp_loaded){ .path = whole->path, .trace = whole->trace, .syms = whole->syms,
 				     .status = whole->status, .borrowed = true };
+	/* The live blocks, their names and states are all a state shows: its
+	 * model keeps no series and matches no access to blocks. */
 	st->l.model = wsp_model_new(&(struct wsp_model_options){
-		.sample_bytes = wsprof_trace_process(whole->trace)->sample_bytes });
+		.sample_bytes = wsprof_trace_process(whole->trace)->sample_bytes, .totals_only = true });
 	if (!st->l.model) {
 		fprintf(stderr, "wsprof: out of memory\n");
 		return 1;
