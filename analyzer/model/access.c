@@ -27,8 +27,8 @@ struct overlap {
 static void overlap_node(uint32_t node, void *p)
 {
 	struct overlap *o = p;
-	struct wsp_block *b = model_heap_find(o->m, wsp_treap_key(&o->m->by_addr[0].pool, node));
-	if (!b || b->addr + b->size <= o->addr)
+	struct wsp_block *b = &o->m->blocks[o->m->by_addr[0].place[node - 1]]; /* where it lies: no probe */
+	if (b->addr + b->size <= o->addr)
 		return;
 	uint64_t lo = b->addr > o->addr ? b->addr : o->addr, hi = b->addr + b->size < o->end ? b->addr + b->size : o->end;
 	o->fn(o->m, b, hi - lo, o->arg);

@@ -14,9 +14,13 @@
 
 /* ---- blocks by address order (interior pointers) ------------------------ */
 
-int model_treap_insert(struct treap *t, uint64_t key)
+int model_treap_insert(struct treap *t, uint64_t key, uint32_t place)
 {
-	return wsp_treap_insert(&t->pool, &t->root, key) ? 0 : -ENOMEM;
+	uint32_t node = wsp_treap_insert(&t->pool, &t->root, key);
+	if (!node || wsp_grow(&t->place, &t->place_cap, node, sizeof *t->place))
+		return -ENOMEM;
+	t->place[node - 1] = place;
+	return 0;
 }
 
 void model_treap_remove(struct treap *t, uint64_t key)
@@ -138,7 +142,7 @@ int model_build_ordered(struct wsp_model *m)
 	m->by_addr[0].pool.seed = m->by_addr[1].pool.seed = 0x2545f491u;
 	for (size_t i = 0; i < m->heap_cap; i++) {
 		struct treap *t = m->heap_keys[i] ? model_treap_of(m, m->heap_keys[i]) : NULL;
-		if (t && model_treap_insert(t, m->heap_keys[i]))
+		if (t && model_treap_insert(t, m->heap_keys[i], m->heap_block[i]))
 			return -ENOMEM;
 	}
 	return 0;

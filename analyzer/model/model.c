@@ -120,8 +120,10 @@ void wsp_model_free(struct wsp_model *m)
 		if (m->anns[i].key)
 			free(m->anns[i].name);
 	free(m->anns);
-	wsp_tpool_free(&m->by_addr[0].pool);
-	wsp_tpool_free(&m->by_addr[1].pool);
+	for (size_t i = 0; i < 2; i++) {
+		wsp_tpool_free(&m->by_addr[i].pool);
+		free(m->by_addr[i].place);
+	}
 	for (size_t i = 0; i < m->nphases; i++)
 		free(m->phases[i].name);
 	free(m->phases);
@@ -428,7 +430,7 @@ static int heap_insert_at(struct wsp_model *m, const struct wsp_block *b, size_t
 	m->block_slot[at] = (uint32_t)j;
 	m->heap_used++;
 	struct treap *t = model_treap_of(m, b->addr);
-	return t ? model_treap_insert(t, b->addr) : 0;
+	return t ? model_treap_insert(t, b->addr, (uint32_t)at) : 0;
 }
 
 static int heap_insert(struct wsp_model *m, const struct wsp_block *b)

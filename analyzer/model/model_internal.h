@@ -35,6 +35,8 @@ struct ann {
 struct treap {
 	struct wsp_tpool pool;
 	uint32_t root;
+	uint32_t *place;             /* beside each node: its block's place in blocks */
+	size_t place_cap;
 };
 
 /* Address ranges of one kind, sorted by addr, non-overlapping. */
@@ -161,7 +163,7 @@ uint64_t model_treap_floor(const struct treap *t, uint64_t x);
 uint64_t model_weigh(const struct wsp_model *m, const struct wsp_block *b, uint64_t x);
 
 int model_apply_annotation(struct wsp_model *m, const wsprof_event *ev);
-int model_treap_insert(struct treap *t, uint64_t key);
+int model_treap_insert(struct treap *t, uint64_t key, uint32_t place);
 struct ann *model_ann_find(const struct wsp_model *m, uint64_t key);
 struct treap *model_treap_of(struct wsp_model *m, uint64_t key);
 struct wsp_block *model_heap_at(const struct wsp_model *m, size_t i);
