@@ -1026,7 +1026,8 @@ struct mod_job {
 
 struct naming {
 	struct mod_job *jobs;
-	size_t njobs;
+	size_t njobs, pending;
+	struct wsp_progress *bar; /* drawn by the worker when it is the only one (this thread) */
 	atomic_size_t next;   /* the next job to take */
 	atomic_size_t done;   /* addresses named */
 	atomic_size_t finished; /* threads that have left name_jobs */
@@ -1041,7 +1042,9 @@ static void *name_jobs(void *arg)
 			job->first[i] = (uint32_t)job->raws.n;
 			job->err = name_offset(job->m, job->e[i]->offset, &job->raws);
 			job->count[i] = (uint32_t)(job->raws.n - job->first[i]);
-			atomic_fetch_add(&nm->done, 1);
+			size_t done = atomic_fetch_add(&nm->done, 1) + 1;
+			if (nm->bar && done % 64 == 0)
+				wsp_progress_update(nm->bar, wsp_progress_now(), done, nm->pending);
 		}
 	}
 	atomic_fetch_add(&nm->finished, 1);
@@ -1118,12 +1121,15 @@ long wsp_syms_name_all(struct wsp_syms *s, const char *label)
 			if (pthread_create(&threads[started], NULL, name_jobs, &nm))
 				break;
 		unsigned columns = 80;
-		FILE *tty = started ? wsp_progress_tty(&columns) : NULL;
+		FILE *tty = wsp_progress_tty(&columns);
 		struct wsp_progress bar;
 		wsp_progress_start(&bar, tty, columns, label, tty ? wsp_progress_now() : 0);
 		wsp_progress_count(&bar, "addresses");
-		if (!started)
+		nm.pending = pending;
+		if (!started) {
+			nm.bar = &bar;
 			name_jobs(&nm); /* here, in this thread */
+		}
 		while (atomic_load(&nm.finished) < started) {
 			wsp_progress_update(&bar, wsp_progress_now(), atomic_load(&nm.done), pending);
 			nanosleep(&(struct timespec){ 0, 50000000 }, NULL);

@@ -98,6 +98,24 @@ Test(progress, a_narrow_terminal_cuts_the_name_and_drops_the_bar)
 	free(text);
 }
 
+static void steps_counting(struct wsp_progress *p, FILE *out)
+{
+	wsp_progress_start(p, out, 80, "naming frames of app.wsp", T0);
+	wsp_progress_count(p, "addresses");
+	wsp_progress_update(p, T0 + S / 2, 100, 4000); /* too soon */
+	wsp_progress_update(p, T0 + 3 * S / 2, 1000, 4000);
+	wsp_progress_end(p);
+}
+
+/* Naming frames counts addresses, not bytes: no rate in MB/s. */
+Test(progress, naming_frames_counts_addresses)
+{
+	char *text = drawn(steps_counting);
+	cr_expect_str_eq(text, "\rwsprof: naming frames of app.wsp [===>           ]  25%  1000 of 4000 addresses"
+			       "\033[K\r\033[K");
+	free(text);
+}
+
 static void steps_without_terminal(struct wsp_progress *p, FILE *out)
 {
 	(void)out;
