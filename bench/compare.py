@@ -399,8 +399,8 @@ def machine():
 def kept_block(path, name, missing):
     """A section of the output file that another hand owns, between
     <!-- name --> and <!-- /name -->, kept as it is: billion.sh writes
-    its own (bench/billion.sh -o), the profiles and release_cost.sh's
-    figures are written by hand."""
+    its own (bench/billion.sh -o), the profiles and release_cost.sh's and
+    symbols.sh's figures are written by hand."""
     try:
         with open(path) as f:
             m = re.search(r"<!-- " + re.escape(name) + r" -->.*?<!-- /" + re.escape(name) + r" -->\n", f.read(), re.S)
@@ -419,6 +419,8 @@ def document(rows, notes, args, started):
                          "Not measured yet: `bench/billion.sh -o BENCHMARKS.md build`.\n")
     release = kept_block(args.output, "release_cost.sh", "## Reading released memory (bench/release_cost.sh)\n\n"
                          "Not measured yet: `bench/release_cost.sh build`.\n")
+    symbols = kept_block(args.output, "symbols.sh", "## Naming the frames of a large program (bench/symbols.sh)\n\n"
+                         "Not measured yet: `bench/symbols.sh build 20 3`.\n")
     return f"""# Benchmarks: wsprof and heaptrack
 
 Written by `{cmd}{" --tiny" if args.tiny else ""}` on {started} UTC{" (tiny inputs: the figures mean nothing)" if args.tiny else ""}.
@@ -458,6 +460,7 @@ Seconds per million events (wall and CPU) to read the trace of the same run and 
 {profiles}
 {billion}
 {release}
+{symbols}
 ## Reproduce
 
 ```sh
@@ -465,6 +468,7 @@ meson setup build && ninja -C build
 bench/compare.py --build build --runs 5        # about 15 minutes; writes BENCHMARKS.md
 bench/compare.py --only deep --runs 3 --output /tmp/deep.md
 bench/billion.sh -o BENCHMARKS.md build        # the analyzer on a generated trace of 10^9 events
+bench/symbols.sh build 20 3                    # naming a PyTorch program's frames (installs python3-torch)
 ```
 
 The workloads are `bench/deep.c`, `bench/mix.c`, `bench/annotated.c` and `bench/cudaheavy.c`
