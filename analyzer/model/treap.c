@@ -12,54 +12,65 @@
 
 #define N(i) (p->v[(i) - 1])
 
-/* Split t into the nodes with keys below key (*l) and the others (*r). */
+/* Split t into the nodes with keys below key (*l) and the others (*r),
+ * down one path. */
 static void split(struct wsp_tpool *p, uint32_t t, uint64_t key, uint32_t *l, uint32_t *r)
 {
-	if (!t) {
-		*l = *r = 0;
-	} else if (N(t).key < key) {
-		split(p, N(t).right, key, &N(t).right, r);
-		*l = t;
-	} else {
-		split(p, N(t).left, key, l, &N(t).left);
-		*r = t;
+	while (t) {
+		if (N(t).key < key) {
+			*l = t;
+			l = &N(t).right;
+			t = N(t).right;
+		} else {
+			*r = t;
+			r = &N(t).left;
+			t = N(t).left;
+		}
 	}
+	*l = *r = 0;
 }
 
 /* Join l and r, every key of l below those of r. */
 static uint32_t merge(struct wsp_tpool *p, uint32_t l, uint32_t r)
 {
-	if (!l || !r)
-		return l ? l : r;
-	if (N(l).prio > N(r).prio) {
-		N(l).right = merge(p, N(l).right, r);
-		return l;
+	uint32_t root = 0, *link = &root;
+	while (l && r) {
+		if (N(l).prio > N(r).prio) {
+			*link = l;
+			link = &N(l).right;
+			l = N(l).right;
+		} else {
+			*link = r;
+			link = &N(r).left;
+			r = N(r).left;
+		}
 	}
-	N(r).left = merge(p, l, N(r).left);
-	return r;
+	*link = l ? l : r;
+	return root;
 }
 
+/* One descent each: a node is taken out by joining its two subtrees in its
+ * place, and put in where its priority belongs, by splitting what was
+ * there (splitting and joining the whole tree for each took five). */
 uint32_t wsp_treap_remove(struct wsp_tpool *p, uint32_t *root, uint64_t key)
 {
-	uint32_t l, mid, r;
-	split(p, *root, key, &l, &r);
-	if (key == UINT64_MAX) {
-		mid = r;
-		r = 0;
-	} else {
-		split(p, r, key + 1, &mid, &r);
-	}
-	if (mid) { /* one node: keys are unique in a tree */
-		N(mid).left = p->free_list;
-		p->free_list = mid;
-	}
-	*root = merge(p, l, r);
-	return mid;
+	uint32_t *link = root;
+	while (*link && N(*link).key != key)
+		link = key < N(*link).key ? &N(*link).left : &N(*link).right;
+	uint32_t t = *link;
+	if (!t)
+		return 0;
+	*link = merge(p, N(t).left, N(t).right);
+	N(t).left = p->free_list;
+	p->free_list = t;
+	return t;
 }
 
 uint32_t wsp_treap_insert(struct wsp_tpool *p, uint32_t *root, uint64_t key)
 {
-	wsp_treap_remove(p, root, key);
+	for (uint32_t t = *root; t; t = key < N(t).key ? N(t).left : N(t).right)
+		if (N(t).key == key)
+			return t; /* in place of itself: its node, for the caller's data anew */
 	uint32_t node = p->free_list;
 	if (node) {
 		p->free_list = N(node).left;
@@ -70,9 +81,11 @@ uint32_t wsp_treap_insert(struct wsp_tpool *p, uint32_t *root, uint64_t key)
 	}
 	p->seed = p->seed * 1664525u + 1013904223u;
 	N(node) = (struct wsp_tnode){ .key = key, .prio = p->seed };
-	uint32_t l, r;
-	split(p, *root, key, &l, &r);
-	*root = merge(p, merge(p, l, node), r);
+	uint32_t *link = root; /* taken after the pool may have moved */
+	while (*link && N(*link).prio > N(node).prio)
+		link = key < N(*link).key ? &N(*link).left : &N(*link).right;
+	split(p, *link, key, &N(node).left, &N(node).right);
+	*link = node;
 	return node;
 }
 
