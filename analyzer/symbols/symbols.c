@@ -2,9 +2,10 @@
  * symbols.c - see symbols.h.
  *
  * Three tables, each growing only with distinct things: modules (one
- * libdwfl session each, opened on first use), stack nodes (which module
- * and offset a node's ip had when it was first seen), and symbolized
- * addresses (their logical frames, in one arena). Strings are interned.
+ * libdwfl session each, opened on first use), addresses (a module and an
+ * offset, and once named their logical frames, in one arena), and stack
+ * nodes (4 bytes each: the place of the address a node's ip had in the
+ * modules loaded when it was first seen). Strings are interned.
  *
  * Each module's function symbols are sorted once into an index searched
  * by bisection: libdwfl's dwfl_module_addrinfo scans the whole symbol
@@ -69,18 +70,15 @@ struct sym {
 	bool global;
 };
 
-struct node_ref {
-	int32_t mod;          /* -1: outside every module */
-	bool noted;
-	uint64_t offset;      /* ip - base, or the ip itself outside modules */
-};
 
+/* A distinct (module, offset) of the stacks noted, in a dense array a
+ * stack node names by its place. */
 struct addr_entry {
-	int32_t mod;
-	bool used;
+	int32_t mod;          /* -1: outside every module */
+	bool named;           /* its frames are in the arena */
 	bool fresh;           /* symbolized here, not found in the cache */
 	bool pending;         /* to be named by its module's job (wsp_syms_name_all) */
-	uint64_t offset;
+	uint64_t offset;      /* ip - base, or the ip itself outside modules */
 	uint32_t first, count; /* frames in the arena */
 };
 
@@ -95,10 +93,12 @@ struct wsp_syms {
 	FILE *warn;
 	struct mod *mods;
 	size_t nmods, modcap;
-	struct node_ref *nodes;
+	uint32_t *nodes;      /* a stack node -> its address's place in addrs + 1 (0: not noted) */
 	size_t nodecap;
 	struct addr_entry *addrs;
-	size_t addrcap, naddrs;
+	size_t addrs_cap, naddrs;
+	uint32_t *addr_index; /* (mod, offset) -> place in addrs + 1, half full at most */
+	size_t index_cap;
 	struct wsp_frame *arena;
 	size_t narena, arenacap;
 	char **strings;       /* interned, open addressing */
@@ -262,6 +262,7 @@ void wsp_syms_free(struct wsp_syms *s)
 	free(s->mods);
 	free(s->nodes);
 	free(s->addrs);
+	free(s->addr_index);
 	free(s->arena);
 	free(s->out);
 	free(s);
@@ -446,6 +447,8 @@ static void module_open(struct wsp_syms *s, struct mod *m)
 
 /* ---- stack nodes ------------------------------------------------------- */
 
+static int64_t entry_of(struct wsp_syms *s, int32_t mod, uint64_t offset);
+
 int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node)
 {
 	uint64_t parent, ip;
@@ -456,19 +459,18 @@ int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node
 				return -ENOMEM;
 			memset(s->nodes + old, 0, (s->nodecap - old) * sizeof *s->nodes);
 		}
-		struct node_ref *r = &s->nodes[node];
-		if (r->noted)
+		if (s->nodes[node])
 			break; /* and so are its parents */
 		wsprof_module_info info;
+		int32_t mod = -1;
+		uint64_t offset = ip;
 		/* A return address may be just past its function's end: look up the call. */
-		if (wsprof_trace_module_info_at(t, ip - 1, &info)) {
-			r->mod = module_of(s, &info);
-			r->offset = ip - info.base;
-		} else {
-			r->mod = -1;
-			r->offset = ip;
-		}
-		r->noted = true;
+		if (wsprof_trace_module_info_at(t, ip - 1, &info) && (mod = module_of(s, &info)) >= 0)
+			offset = ip - info.base;
+		int64_t e = entry_of(s, mod, offset);
+		if (e < 0)
+			return -ENOMEM;
+		s->nodes[node] = (uint32_t)e + 1;
 	}
 	return 0;
 }
@@ -724,9 +726,9 @@ static int cache_save(struct wsp_syms *s)
 		if (s->cache[i].bid)
 			write_frames(f, s->cache[i].bid, s->cache[i].offset, s->cache_frames + s->cache[i].first,
 				     s->cache[i].count);
-	for (size_t i = 0; i < s->addrcap; i++) {
+	for (size_t i = 0; i < s->naddrs; i++) {
 		const struct addr_entry *e = &s->addrs[i];
-		if (e->used && e->fresh)
+		if (e->named && e->fresh)
 			write_frames(f, s->mods[e->mod].bid, e->offset, s->arena + e->first, e->count);
 	}
 	int err = ferror(f) ? -EIO : 0;
@@ -751,9 +753,9 @@ int wsp_syms_save(struct wsp_syms *s, const char **path)
 void wsp_syms_stats(const struct wsp_syms *s, struct wsp_syms_stats *st)
 {
 	*st = (struct wsp_syms_stats){ 0 };
-	for (size_t i = 0; i < s->addrcap; i++) {
+	for (size_t i = 0; i < s->naddrs; i++) {
 		const struct addr_entry *e = &s->addrs[i];
-		if (!e->used || !e->count)
+		if (!e->named || !e->count)
 			continue;
 		st->addresses++;
 		st->unnamed += !s->arena[e->first].function;
@@ -909,6 +911,7 @@ static int adopt(struct wsp_syms *s, struct addr_entry *e, struct raw *r, size_t
 	if (!n && !err)
 		err = arena_add(s, base);
 	e->count = (uint32_t)(s->narena - e->first);
+	e->named = !err;
 	if (m && !n && m->absent)
 		m->lost++;
 	if (m && n) {
@@ -940,6 +943,7 @@ static int from_cache(struct wsp_syms *s, struct addr_entry *e)
 	}
 	m->unnamed += hit->count == 1 && !s->cache_frames[hit->first].function;
 	e->count = hit->count;
+	e->named = true;
 	return 1;
 }
 
@@ -972,44 +976,31 @@ static int symbolize(struct wsp_syms *s, struct addr_entry *e)
 	return err;
 }
 
-static bool addr_used(const void *slot)
+static size_t addr_hash(size_t i, void *ctx)
 {
-	return ((const struct addr_entry *)slot)->used;
-}
-
-static size_t addr_hash(const void *slot, void *ctx)
-{
-	(void)ctx;
-	const struct addr_entry *e = slot;
+	const struct addr_entry *e = &((const struct wsp_syms *)ctx)->addrs[i];
 	return (size_t)hash_bytes(&e->offset, 8, (uint64_t)e->mod);
 }
 
-/* The entry of (mod, offset), made (unnamed, *made set) if new; NULL without memory. */
-static struct addr_entry *entry_of(struct wsp_syms *s, int32_t mod, uint64_t offset, bool *made)
+/* The place of (mod, offset) in addrs, made (not yet named) if new; -1
+ * without memory. Once per stack node, as it is noted: a stack is then
+ * read without a probe (wsp_syms_stack). */
+static int64_t entry_of(struct wsp_syms *s, int32_t mod, uint64_t offset)
 {
-	*made = false;
-	if (wsp_table_room(&s->addrs, &s->addrcap, s->naddrs, sizeof *s->addrs, 1024, addr_used, addr_hash, NULL))
-		return NULL;
-	size_t j = hash_bytes(&offset, 8, (uint64_t)mod) & (s->addrcap - 1);
-	for (; s->addrs[j].used; j = (j + 1) & (s->addrcap - 1))
-		if (s->addrs[j].mod == mod && s->addrs[j].offset == offset)
-			return &s->addrs[j];
-	struct addr_entry *e = &s->addrs[j];
-	*e = (struct addr_entry){ .mod = mod, .used = true, .offset = offset };
-	s->naddrs++;
-	*made = true;
-	return e;
-}
-
-static struct addr_entry *lookup(struct wsp_syms *s, int32_t mod, uint64_t offset)
-{
-	bool made;
-	struct addr_entry *e = entry_of(s, mod, offset, &made);
-	if (e && made && symbolize(s, e)) {
-		e->count = 0;
-		return NULL;
+	if (s->naddrs >= UINT32_MAX - 1 ||
+	    wsp_index_fit(&s->addr_index, &s->index_cap, s->naddrs + 1, 1024, 0, s->naddrs, addr_hash, NULL, s))
+		return -1;
+	size_t j = hash_bytes(&offset, 8, (uint64_t)mod) & (s->index_cap - 1);
+	for (; s->addr_index[j]; j = (j + 1) & (s->index_cap - 1)) {
+		const struct addr_entry *e = &s->addrs[s->addr_index[j] - 1];
+		if (e->mod == mod && e->offset == offset)
+			return s->addr_index[j] - 1;
 	}
-	return e;
+	if (wsp_grow(&s->addrs, &s->addrs_cap, s->naddrs + 1, sizeof *s->addrs))
+		return -1;
+	s->addrs[s->naddrs] = (struct addr_entry){ .mod = mod, .offset = offset };
+	s->addr_index[j] = (uint32_t)++s->naddrs;
+	return (int64_t)s->naddrs - 1;
 }
 
 /* ---- naming every address at once, modules in parallel ------------------ */
@@ -1066,25 +1057,23 @@ long wsp_syms_name_all(struct wsp_syms *s, const char *label)
 	/* Every noted address not named yet: named at once from the cache (or
 	 * as module+offset), or marked for its module to name. */
 	int err = 0;
-	for (size_t node = 1; node < s->nodecap && !err; node++) {
-		const struct node_ref *r = &s->nodes[node];
-		bool made;
-		struct addr_entry *e = r->noted ? entry_of(s, r->mod, r->offset, &made) : NULL;
-		if (!r->noted || (e && !made))
+	for (size_t i = 0; i < s->naddrs && !err; i++) {
+		struct addr_entry *e = &s->addrs[i];
+		if (e->named || e->pending)
 			continue;
-		int need = e ? needs_module(s, e) : -ENOMEM;
+		int need = needs_module(s, e);
 		if (need > 0)
 			e->pending = true;
 		err = need < 0 ? need : 0;
 	}
-	/* The marked ones by module: the table no longer moves. */
+	/* The marked ones by module. */
 	struct mod_job *jobs = s->nmods ? calloc(s->nmods, sizeof *jobs) : NULL;
 	if (s->nmods && !jobs)
 		err = -ENOMEM;
 	size_t pending = 0;
-	for (size_t i = 0; i < s->addrcap && !err; i++) {
+	for (size_t i = 0; i < s->naddrs && !err; i++) {
 		struct addr_entry *e = &s->addrs[i];
-		if (!e->used || !e->pending)
+		if (!e->pending)
 			continue;
 		e->pending = false;
 		struct mod_job *job = &jobs[e->mod];
@@ -1185,11 +1174,11 @@ size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, 
 	size_t n = 0;
 	uint64_t parent, ip;
 	bool top = true;
-	for (; node && node < s->nodecap && s->nodes[node].noted && wsprof_trace_stack_node(t, node, &parent, &ip);
+	for (; node && node < s->nodecap && s->nodes[node] && wsprof_trace_stack_node(t, node, &parent, &ip);
 	     node = parent) {
-		struct addr_entry *e = lookup(s, s->nodes[node].mod, s->nodes[node].offset);
-		if (!e)
-			break;
+		struct addr_entry *e = &s->addrs[s->nodes[node] - 1];
+		if (!e->named && symbolize(s, e))
+			break; /* without memory */
 		for (uint32_t i = 0; i < e->count; i++) {
 			const struct wsp_frame *f = &s->arena[e->first + i];
 			if (top && is_allocator_entry(f->function))
