@@ -1536,6 +1536,9 @@ void wsprof_trace_position(const wsprof_trace *t, uint64_t *bytes_read, uint64_t
 void wsprof_trace_forget_stacks(wsprof_trace *t)
 {
 	t->forget_stacks = true;
+	free(t->stacks);
+	t->stacks = NULL;
+	t->nstacks = 0;
 }
 
 size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint64_t *ips, size_t max)

@@ -172,6 +172,10 @@ static int load(const char *path, const struct wsp_model_options *opt, bool symb
 			break;
 	}
 	wsp_progress_end(&bar);
+	/* The symbols have what they need of the stacks (symbols.h): the
+	 * reader's own table of them, most of its memory, can go. */
+	if (out->syms)
+		wsprof_trace_forget_stacks(out->trace);
 	if (err >= 0)
 		err = wsp_model_finish(out->model);
 	err = following_end(&fl, out->trace, err);

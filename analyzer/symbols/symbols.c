@@ -94,6 +94,7 @@ struct wsp_syms {
 	struct mod *mods;
 	size_t nmods, modcap;
 	uint32_t *nodes;      /* a stack node -> its address's place in addrs + 1 (0: not noted) */
+	uint32_t *parents;    /* a noted node -> its parent (0: the root), always below it */
 	size_t nodecap;
 	struct addr_entry *addrs;
 	size_t addrs_cap, naddrs;
@@ -261,6 +262,7 @@ void wsp_syms_free(struct wsp_syms *s)
 	free(s->strings);
 	free(s->mods);
 	free(s->nodes);
+	free(s->parents);
 	free(s->addrs);
 	free(s->addr_index);
 	free(s->arena);
@@ -454,9 +456,10 @@ int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node
 	uint64_t parent, ip;
 	for (; node && wsprof_trace_stack_node(t, node, &parent, &ip); node = parent) {
 		if (node >= s->nodecap) {
-			size_t old = s->nodecap;
-			if (wsp_grow(&s->nodes, &s->nodecap, (size_t)node + 1, sizeof *s->nodes))
-				return -ENOMEM;
+			size_t old = s->nodecap, pcap = s->nodecap;
+			if (node >= UINT32_MAX || wsp_grow(&s->parents, &pcap, (size_t)node + 1, sizeof *s->parents) ||
+			    wsp_grow(&s->nodes, &s->nodecap, (size_t)node + 1, sizeof *s->nodes))
+				return node >= UINT32_MAX ? 0 : -ENOMEM; /* past 2^32 nodes: named no further */
 			memset(s->nodes + old, 0, (s->nodecap - old) * sizeof *s->nodes);
 		}
 		if (s->nodes[node])
@@ -471,6 +474,8 @@ int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node
 		if (e < 0)
 			return -ENOMEM;
 		s->nodes[node] = (uint32_t)e + 1;
+		/* Parents come first: one that does not (a damaged trace) ends the stack. */
+		s->parents[node] = parent < node ? (uint32_t)parent : 0;
 	}
 	return 0;
 }
@@ -1171,11 +1176,10 @@ size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, 
 		snprintf(label, sizeof label, "naming frames of %s", s->trace_path ? s->trace_path : "the trace");
 		wsp_syms_name_all(s, label); /* without memory, each is named as it comes */
 	}
+	(void)t; /* the stack as noted: the trace may keep none by now */
 	size_t n = 0;
-	uint64_t parent, ip;
 	bool top = true;
-	for (; node && node < s->nodecap && s->nodes[node] && wsprof_trace_stack_node(t, node, &parent, &ip);
-	     node = parent) {
+	for (; node && node < s->nodecap && s->nodes[node]; node = s->parents[node]) {
 		struct addr_entry *e = &s->addrs[s->nodes[node] - 1];
 		if (!e->named && symbolize(s, e))
 			break; /* without memory */

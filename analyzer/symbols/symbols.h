@@ -75,7 +75,8 @@ int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t stac
  * @return the addresses read from their modules, or -ENOMEM. */
 long wsp_syms_name_all(struct wsp_syms *s, const char *label);
 
-/* The logical frames of a noted stack, innermost first, with wsprof's and
+/* The logical frames of a noted stack (from what was noted: t's own stack
+ * nodes need not be kept after), innermost first, with wsprof's and
  * the allocator's entry points (malloc, operator new, ...) trimmed from
  * the top. *frames stays valid until the next call.
  * @return the number of frames. */

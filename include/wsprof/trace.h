@@ -254,11 +254,12 @@ WSPROF_API void wsprof_trace_get_status(const wsprof_trace *t, wsprof_trace_stat
  * that size. */
 WSPROF_API void wsprof_trace_position(const wsprof_trace *t, uint64_t *bytes_read, uint64_t *file_size);
 
-/* Keep no stack nodes from now on: they are still read and checked (an
- * event's stack is still its id), but wsprof_trace_stack and
- * wsprof_trace_stack_node find none. For a second pass over a trace whose
- * stacks another reader of it keeps: their table is most of a reader's
- * memory on a program of many distinct stacks. */
+/* Keep no stack nodes from now on, and let go of those kept so far: they
+ * are still read and checked (an event's stack is still its id), but
+ * wsprof_trace_stack and wsprof_trace_stack_node find none. For a second
+ * pass over a trace whose stacks another reader of it keeps, or a reader
+ * whose caller has copied what it needs of them: their table is most of a
+ * reader's memory on a program of many distinct stacks. */
 WSPROF_API void wsprof_trace_forget_stacks(wsprof_trace *t);
 
 /* Frames of a stack, innermost first.
