@@ -256,22 +256,6 @@ long heat_row_new(struct heat *h, struct view *v, const char *label, enum row_wh
 	return (long)v->nrows++;
 }
 
-static size_t stack_hash(uint64_t stack)
-{
-	return (size_t)(stack * 0x9e3779b97f4a7c15ull >> 20);
-}
-
-static bool stack_row_used(const void *slot)
-{
-	return ((const struct stack_row *)slot)->row != 0;
-}
-
-static size_t stack_row_hash(const void *slot, void *ctx)
-{
-	(void)ctx;
-	return stack_hash(((const struct stack_row *)slot)->stack);
-}
-
 static size_t key_row_hash(size_t i, void *ctx)
 {
 	return (size_t)hash_str(((const struct view *)ctx)->rows[i].label);
@@ -308,24 +292,32 @@ long heat_row_of_key(struct heat *h, struct view *v, const char *label, const st
 	return r;
 }
 
+/* The call-site row of a stack: its site's frame, found by its id in a
+ * small array (as many slots as frames named), where a hash of every
+ * distinct stack (a million on a PyTorch program) took 32 MB. */
 long heat_row_of_stack(struct heat *h, uint64_t stack)
 {
-	if (wsp_table_room(&h->stacks, &h->stacks_cap, h->nstacks, sizeof *h->stacks, 256, stack_row_used,
-			   stack_row_hash, NULL))
-		return -1;
-	size_t j = stack_hash(stack) & (h->stacks_cap - 1);
-	for (; h->stacks[j].row; j = (j + 1) & (h->stacks_cap - 1))
-		if (h->stacks[j].stack == stack)
-			return h->stacks[j].row - 1;
-	const struct wsp_frame *frames;
-	size_t n = stack ? wsp_syms_stack(h->l.syms, h->l.trace, stack, &frames) : 0;
+	uint32_t id = 0;
+	const struct wsp_frame *f = stack ? wsp_syms_site(h->l.syms, h->l.trace, stack, &id) : NULL;
+	struct view *v = &h->views[WSP_HEAT_BY_CALLSITE];
+	if (!f) {
+		if (h->no_stack_row < 0)
+			h->no_stack_row = heat_row_of_key(h, v, "(no stack)", NULL);
+		return h->no_stack_row;
+	}
+	if (id < h->frame_rows_cap && h->frame_rows[id])
+		return (long)h->frame_rows[id] - 1;
 	char label[1024];
-	long r = heat_row_of_key(h, &h->views[WSP_HEAT_BY_CALLSITE], n ? wsp_frame_label(&frames[0], label, sizeof label) : "(no stack)",
-			    n ? &frames[0] : NULL);
+	long r = heat_row_of_key(h, v, wsp_frame_label(f, label, sizeof label), f);
 	if (r < 0)
 		return -1;
-	h->stacks[j] = (struct stack_row){ stack, (uint32_t)r + 1 };
-	h->nstacks++;
+	if (id >= h->frame_rows_cap) {
+		size_t old = h->frame_rows_cap;
+		if (wsp_grow(&h->frame_rows, &h->frame_rows_cap, (size_t)id + 1, sizeof *h->frame_rows))
+			return -1;
+		memset(h->frame_rows + old, 0, (h->frame_rows_cap - old) * sizeof *h->frame_rows);
+	}
+	h->frame_rows[id] = (uint32_t)r + 1;
 	return r;
 }
 
@@ -883,7 +875,7 @@ void heat_free(struct heat *h)
 	spans_free(&h->spans);
 	free(h->index.v);
 	wsp_tpool_free(&h->index.pool);
-	free(h->stacks);
+	free(h->frame_rows);
 	free(h->place_rows);
 	wsp_loaded_free(&h->l);
 }
@@ -894,6 +886,7 @@ void heat_init(struct heat *h, const char *path, const struct wsp_heatmap_option
 	h->opt = opt;
 	h->path = path;
 	h->l.path = path;
+	h->no_stack_row = -1;
 	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
 		h->views[by].by = (enum wsp_heat_by)by;
 		h->views[by].wanted = opt->views >> by & 1;

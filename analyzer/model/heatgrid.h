@@ -142,11 +142,9 @@ struct heat {
 	 * a pool reset, a stream-ordered free). */
 	struct index index;
 	bool stale;
-	struct stack_row {
-		uint64_t stack;
-		uint32_t row;
-	} *stacks;                  /* hash: stack -> call-site row */
-	size_t nstacks, stacks_cap;
+	uint32_t *frame_rows;       /* a site's frame (wsp_syms_site's id) -> its call-site row + 1 */
+	size_t frame_rows_cap;
+	long no_stack_row;          /* the row of stacks without frames, or -1 */
 	struct place_row {
 		uint64_t stack;
 		uint32_t row;       /* + 1; 0: none yet */

@@ -78,6 +78,8 @@ struct addr_entry {
 	bool named;           /* its frames are in the arena */
 	bool fresh;           /* symbolized here, not found in the cache */
 	bool pending;         /* to be named by its module's job (wsp_syms_name_all) */
+	bool lead_known;
+	uint16_t lead;        /* its first frames that are allocator entry points (lead_known) */
 	uint64_t offset;      /* ip - base, or the ip itself outside modules */
 	uint32_t first, count; /* frames in the arena */
 };
@@ -1168,15 +1170,20 @@ static bool is_allocator_entry(const char *fn)
 	return false;
 }
 
+/* Every address noted so far named at once, the first time a stack is read. */
+static void name_all_once(struct wsp_syms *s)
+{
+	if (s->named_all)
+		return;
+	char label[PATH_MAX + 32];
+	snprintf(label, sizeof label, "naming frames of %s", s->trace_path ? s->trace_path : "the trace");
+	wsp_syms_name_all(s, label); /* without memory, each is named as it comes */
+}
+
 size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, const struct wsp_frame **frames)
 {
-	if (!s->named_all) { /* the first stack shown: every one noted so far, named at once */
-		s->named_all = true;
-		char label[PATH_MAX + 32];
-		snprintf(label, sizeof label, "naming frames of %s", s->trace_path ? s->trace_path : "the trace");
-		wsp_syms_name_all(s, label); /* without memory, each is named as it comes */
-	}
 	(void)t; /* the stack as noted: the trace may keep none by now */
+	name_all_once(s);
 	size_t n = 0;
 	bool top = true;
 	for (; node && node < s->nodecap && s->nodes[node]; node = s->parents[node]) {
@@ -1195,6 +1202,27 @@ size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, 
 	}
 	*frames = s->out;
 	return n;
+}
+
+const struct wsp_frame *wsp_syms_site(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, uint32_t *id)
+{
+	(void)t;
+	name_all_once(s);
+	for (; node && node < s->nodecap && s->nodes[node]; node = s->parents[node]) {
+		struct addr_entry *e = &s->addrs[s->nodes[node] - 1];
+		if (!e->named && symbolize(s, e))
+			return NULL;
+		if (!e->lead_known) {
+			e->lead_known = true;
+			while (e->lead < e->count && is_allocator_entry(s->arena[e->first + e->lead].function))
+				e->lead++;
+		}
+		if (e->lead < e->count) {
+			*id = e->first + e->lead;
+			return &s->arena[*id];
+		}
+	}
+	return NULL;
 }
 
 const char *wsp_frame_label(const struct wsp_frame *f, char *buf, size_t cap)

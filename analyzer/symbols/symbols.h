@@ -82,6 +82,12 @@ long wsp_syms_name_all(struct wsp_syms *s, const char *label);
  * @return the number of frames. */
 size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t stack, const struct wsp_frame **frames);
 
+/* The first frame wsp_syms_stack would give for a noted stack (where it
+ * was allocated), without the others, and in *id a number that is that
+ * frame's own for as long as s lives (its place among all frames named):
+ * stacks of one site give one id. NULL when the stack has no frames. */
+const struct wsp_frame *wsp_syms_site(struct wsp_syms *s, const wsprof_trace *t, uint64_t stack, uint32_t *id);
+
 /* "function (file:line)", "function (module)", "module+0x1f2e" or "0x7f...". */
 const char *wsp_frame_label(const struct wsp_frame *f, char *buf, size_t cap);
 
