@@ -449,6 +449,21 @@ static void module_open(struct wsp_syms *s, struct mod *m)
 	m->state = MOD_READY;
 }
 
+/* A module read, closed: opened again on first use (module_open). */
+static void module_close(struct mod *m)
+{
+	if (m->state != MOD_READY)
+		return;
+	dwfl_end(m->dwfl);
+	m->dwfl = NULL;
+	m->dm = NULL;
+	free(m->syms); /* its names were libdwfl's */
+	m->syms = NULL;
+	m->nsyms = 0;
+	m->indexed = false;
+	m->state = MOD_UNTRIED;
+}
+
 /* ---- stack nodes ------------------------------------------------------- */
 
 static int64_t entry_of(struct wsp_syms *s, int32_t mod, uint64_t offset);
@@ -1149,6 +1164,11 @@ long wsp_syms_name_all(struct wsp_syms *s, const char *label)
 		free(jobs[j].count);
 	}
 	free(jobs);
+	/* Every frame noted is named and its strings copied: the modules' files,
+	 * debug info and symbol indexes go (a PyTorch program's take tens of
+	 * MB), and are read again only if a stack noted later needs them. */
+	for (size_t i = 0; i < s->nmods && !err; i++)
+		module_close(&s->mods[i]);
 	return err ? err : (long)pending;
 }
 
