@@ -487,6 +487,10 @@ int wsprof_trace_open(const char *path, wsprof_trace **out)
 		t->file_size = (uint64_t)st.st_size;
 		t->regular = true;
 		t->huge = t->file_size >= HUGE_FROM;
+	} else if (S_ISDIR(st.st_mode)) { /* a directory opens, then fails to read as "I/O error" */
+		fclose(t->f);
+		free(t);
+		return -EISDIR;
 	}
 	t->dctx = ZSTD_createDCtx();
 	int err = t->dctx ? read_header(t) : -ENOMEM;

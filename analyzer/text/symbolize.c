@@ -89,6 +89,19 @@ int wsp_cmd_symbolize(int argc, char **argv)
 		fprintf(stderr, "wsprof: out of memory\n");
 		rc = 1;
 	}
+	struct wsp_syms_stats st;
+	wsp_syms_stats(s, &st);
+	if (!rc && (!st.addresses || st.uncached == st.addresses)) {
+		/* Nothing a file could keep: say so, and why. */
+		if (!st.addresses)
+			printf("wsprof: %s has no allocation stacks: nothing to name\n", cli.trace);
+		else
+			printf("wsprof: its %llu addresses are all in modules without a build-id: their names cannot be "
+			       "kept (link with --build-id to keep them)\n", (unsigned long long)st.addresses);
+		wsp_syms_free(s);
+		wsprof_trace_close(t);
+		return 0;
+	}
 	const char *kept = NULL;
 	int err = rc ? 0 : wsp_syms_save(s, &kept);
 	if (!rc && err) {
@@ -97,8 +110,6 @@ int wsp_cmd_symbolize(int argc, char **argv)
 		rc = 1;
 	}
 	if (!rc) {
-		struct wsp_syms_stats st;
-		wsp_syms_stats(s, &st);
 		char a[32], u[32], m[32];
 		printf("wsprof: %s addresses in %s modules named in %.1f s (%s of them without a function name",
 		       wsp_group_digits(a, sizeof a, st.addresses), wsp_group_digits(m, sizeof m, st.modules),
@@ -108,8 +119,15 @@ int wsp_cmd_symbolize(int argc, char **argv)
 			printf(", %s in %zu module%s not found here", wsp_group_digits(l, sizeof l, st.lost), st.absent,
 			       st.absent == 1 ? "" : "s");
 		}
-		printf(")\nwsprof: kept in %s: with it beside the trace, every report names these frames, on any machine\n",
-		       kept);
+		char beside[4200];
+		snprintf(beside, sizeof beside, "%s.symbols", cli.trace);
+		if (!strcmp(kept, beside))
+			printf(")\nwsprof: kept in %s: with it beside the trace, every report names these frames, on any "
+			       "machine\n", kept);
+		else /* the trace's directory is read-only: the user's cache */
+			printf(")\nwsprof: kept in %s (the trace's directory cannot be written): copy it as %s.symbols "
+			       "beside the trace, and every report names these frames, on any machine\n", kept,
+			       strrchr(cli.trace, '/') ? strrchr(cli.trace, '/') + 1 : cli.trace);
 		if (st.uncached) {
 			char n[32];
 			printf("wsprof: %s addresses are in modules without a build-id: their names are not kept (link with "

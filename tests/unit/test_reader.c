@@ -127,6 +127,14 @@ Test(reader_open, missing_file_is_enoent)
 	cr_expect_null(t);
 }
 
+/* A directory opens as a file would, then fails to read: said as what it is. */
+Test(reader_open, a_directory_is_eisdir)
+{
+	wsprof_trace *t = (wsprof_trace *)1;
+	cr_expect_eq(wsprof_trace_open("/", &t), -EISDIR);
+	cr_expect_null(t);
+}
+
 Test(reader_open, empty_file_is_empty)
 {
 	struct trace_builder b;
