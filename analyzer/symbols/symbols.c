@@ -1073,11 +1073,14 @@ static int by_size_desc(const void *a, const void *b)
 /* Worth threads: fewer addresses are named faster than threads start. */
 #define PARALLEL_FROM 2048
 
-long wsp_syms_name_all(struct wsp_syms *s, const char *label)
+/* The addresses to read from their modules, a job per module with any,
+ * in *jobs (*njobs of them, free with jobs_free); the others named at
+ * once from the cache, or as module+offset. @return how many to read, or
+ * -ENOMEM. */
+static long gather_jobs(struct wsp_syms *s, struct mod_job **jobs, size_t *njobs)
 {
-	s->named_all = true;
-	/* Every noted address not named yet: named at once from the cache (or
-	 * as module+offset), or marked for its module to name. */
+	*jobs = NULL;
+	*njobs = 0;
 	int err = 0;
 	for (size_t i = 0; i < s->naddrs && !err; i++) {
 		struct addr_entry *e = &s->addrs[i];
@@ -1088,17 +1091,16 @@ long wsp_syms_name_all(struct wsp_syms *s, const char *label)
 			e->pending = true;
 		err = need < 0 ? need : 0;
 	}
-	/* The marked ones by module. */
-	struct mod_job *jobs = s->nmods ? calloc(s->nmods, sizeof *jobs) : NULL;
-	if (s->nmods && !jobs)
+	struct mod_job *v = s->nmods ? calloc(s->nmods, sizeof *v) : NULL;
+	if (s->nmods && !v)
 		err = -ENOMEM;
-	size_t pending = 0;
+	long pending = 0;
 	for (size_t i = 0; i < s->naddrs && !err; i++) {
 		struct addr_entry *e = &s->addrs[i];
 		if (!e->pending)
 			continue;
 		e->pending = false;
-		struct mod_job *job = &jobs[e->mod];
+		struct mod_job *job = &v[e->mod];
 		job->m = &s->mods[e->mod];
 		if (wsp_grow(&job->e, &job->cap, job->n + 1, sizeof *job->e))
 			err = -ENOMEM;
@@ -1106,50 +1108,78 @@ long wsp_syms_name_all(struct wsp_syms *s, const char *label)
 			job->e[job->n++] = e;
 		pending++;
 	}
-	size_t njobs = 0;
-	for (size_t i = 0; i < s->nmods && jobs; i++) {
-		if (!jobs[i].n)
+	size_t n = 0;
+	for (size_t i = 0; i < s->nmods && v; i++) {
+		if (!v[i].n)
 			continue;
-		struct mod_job job = jobs[i];
-		jobs[i] = (struct mod_job){ 0 };
-		jobs[njobs++] = job;
+		struct mod_job job = v[i];
+		v[i] = (struct mod_job){ 0 };
+		v[n++] = job;
 	}
-	for (size_t j = 0; j < njobs && !err; j++) {
-		jobs[j].first = malloc(jobs[j].n * sizeof *jobs[j].first);
-		jobs[j].count = malloc(jobs[j].n * sizeof *jobs[j].count);
-		if (!jobs[j].first || !jobs[j].count)
+	for (size_t j = 0; j < n && !err; j++) {
+		v[j].first = malloc(v[j].n * sizeof *v[j].first);
+		v[j].count = malloc(v[j].n * sizeof *v[j].count);
+		if (!v[j].first || !v[j].count)
 			err = -ENOMEM;
 	}
-	struct naming nm = { .jobs = jobs, .njobs = err ? 0 : njobs };
-	if (nm.njobs) {
-		qsort(jobs, njobs, sizeof *jobs, by_size_desc); /* the largest first: they finish last */
-		long cores = sysconf(_SC_NPROCESSORS_ONLN);
-		size_t nthreads = pending < PARALLEL_FROM || cores < 2 ? 0 : (size_t)cores;
-		nthreads = nthreads > njobs ? njobs : nthreads;
-		pthread_t *threads = nthreads ? calloc(nthreads, sizeof *threads) : NULL;
-		size_t started = 0;
-		for (; threads && started < nthreads; started++)
-			if (pthread_create(&threads[started], NULL, name_jobs, &nm))
-				break;
-		unsigned columns = 80;
-		FILE *tty = wsp_progress_tty(&columns);
-		struct wsp_progress bar;
-		wsp_progress_start(&bar, tty, columns, label, tty ? wsp_progress_now() : 0);
-		wsp_progress_count(&bar, "addresses");
-		nm.pending = pending;
-		if (!started) {
-			nm.bar = &bar;
-			name_jobs(&nm); /* here, in this thread */
-		}
-		while (atomic_load(&nm.finished) < started) {
-			wsp_progress_update(&bar, wsp_progress_now(), atomic_load(&nm.done), pending);
-			nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
-		}
-		for (size_t i = 0; i < started; i++)
-			pthread_join(threads[i], NULL);
-		wsp_progress_end(&bar);
-		free(threads);
+	*jobs = v;
+	*njobs = n;
+	return err ? err : pending;
+}
+
+static void jobs_free(struct mod_job *jobs, size_t n)
+{
+	for (size_t j = 0; j < n; j++) {
+		raws_free(&jobs[j].raws);
+		free(jobs[j].e);
+		free(jobs[j].first);
+		free(jobs[j].count);
 	}
+	free(jobs);
+}
+
+/* Run the jobs: a thread per core when there are many addresses, else
+ * here; the progress line (label) drawn here either way. */
+static void run_jobs(struct naming *nm, const char *label)
+{
+	qsort(nm->jobs, nm->njobs, sizeof *nm->jobs, by_size_desc); /* the largest first: they finish last */
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nthreads = nm->pending < PARALLEL_FROM || cores < 2 ? 0 : (size_t)cores;
+	nthreads = nthreads > nm->njobs ? nm->njobs : nthreads;
+	pthread_t *threads = nthreads ? calloc(nthreads, sizeof *threads) : NULL;
+	size_t started = 0;
+	for (; threads && started < nthreads; started++)
+		if (pthread_create(&threads[started], NULL, name_jobs, nm))
+			break;
+	unsigned columns = 80;
+	FILE *tty = wsp_progress_tty(&columns);
+	struct wsp_progress bar;
+	wsp_progress_start(&bar, tty, columns, label, tty ? wsp_progress_now() : 0);
+	wsp_progress_count(&bar, "addresses");
+	if (!started) {
+		nm->bar = &bar;
+		name_jobs(nm); /* here, in this thread */
+	}
+	while (atomic_load(&nm->finished) < started) {
+		wsp_progress_update(&bar, wsp_progress_now(), atomic_load(&nm->done), nm->pending);
+		nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
+	}
+	for (size_t i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	wsp_progress_end(&bar);
+	free(threads);
+}
+
+long wsp_syms_name_all(struct wsp_syms *s, const char *label)
+{
+	s->named_all = true;
+	struct mod_job *jobs;
+	size_t njobs;
+	long pending = gather_jobs(s, &jobs, &njobs);
+	int err = pending < 0 ? (int)pending : 0;
+	struct naming nm = { .jobs = jobs, .njobs = err ? 0 : njobs, .pending = err ? 0 : (size_t)pending };
+	if (nm.njobs)
+		run_jobs(&nm, label);
 	/* What the workers found, interned here, module by module. */
 	for (size_t j = 0; j < nm.njobs; j++) {
 		struct mod_job *job = &jobs[j];
@@ -1157,19 +1187,13 @@ long wsp_syms_name_all(struct wsp_syms *s, const char *label)
 		for (size_t i = 0; i < job->n && !err; i++)
 			err = adopt(s, job->e[i], job->raws.v + job->first[i], job->count[i]);
 	}
-	for (size_t j = 0; j < njobs; j++) {
-		raws_free(&jobs[j].raws);
-		free(jobs[j].e);
-		free(jobs[j].first);
-		free(jobs[j].count);
-	}
-	free(jobs);
+	jobs_free(jobs, njobs);
 	/* Every frame noted is named and its strings copied: the modules' files,
 	 * debug info and symbol indexes go (a PyTorch program's take tens of
 	 * MB), and are read again only if a stack noted later needs them. */
 	for (size_t i = 0; i < s->nmods && !err; i++)
 		module_close(&s->mods[i]);
-	return err ? err : (long)pending;
+	return err ? err : pending;
 }
 
 /* ---- stacks ------------------------------------------------------------ */
