@@ -194,8 +194,11 @@ static void held_page_done(struct wsp_doc *d)
 static cairo_t *held_page(struct wsp_doc *d)
 {
 	held_page_done(d);
+	/* In the document's own units: a PNG page's pixels, so that text is
+	 * measured and placed as it is on the pages drawn straight. */
+	double k = d->format == WSP_DOC_PNG ? PNG_SCALE : 1;
 	cairo_surface_t *rec = cairo_recording_surface_create(CAIRO_CONTENT_COLOR_ALPHA,
-							      &(cairo_rectangle_t){ 0, 0, WSP_PAGE_W, WSP_PAGE_H });
+							      &(cairo_rectangle_t){ 0, 0, WSP_PAGE_W * k, WSP_PAGE_H * k });
 	cairo_surface_t **held = realloc(d->held, (d->nheld + 1) * sizeof *held);
 	if (!held) {
 		d->failed = true;
@@ -212,6 +215,7 @@ static cairo_t *held_page(struct wsp_doc *d)
 		cairo_set_font_options(d->held_cr, fo);
 		cairo_font_options_destroy(fo);
 	}
+	cairo_scale(d->held_cr, k, k);
 	page_start(d->held_cr);
 	return d->held_cr;
 }
@@ -233,6 +237,7 @@ void wsp_doc_release(struct wsp_doc *d)
 	for (size_t i = 0; i < n; i++) {
 		cairo_t *cr = wsp_doc_page(d);
 		cairo_save(cr);
+		cairo_identity_matrix(cr); /* the recording is in the page's own units */
 		cairo_set_source_surface(cr, d->held[i], 0, 0);
 		cairo_paint(cr);
 		cairo_restore(cr);
