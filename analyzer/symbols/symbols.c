@@ -77,7 +77,6 @@ struct addr_entry {
 	int32_t mod;          /* -1: outside every module */
 	bool named;           /* its frames are in the arena */
 	bool fresh;           /* symbolized here, not found in the cache */
-	bool pending;         /* to be named by its module's job (wsp_syms_name_all) */
 	bool lead_known;
 	uint16_t lead;        /* its first frames that are allocator entry points (lead_known) */
 	uint64_t offset;      /* ip - base, or the ip itself outside modules */
@@ -472,11 +471,15 @@ int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node
 {
 	uint64_t parent, ip;
 	for (; node && wsprof_trace_stack_node(t, node, &parent, &ip); node = parent) {
+		if (node >= UINT32_MAX)
+			return 0; /* past 2^32 nodes: named no further */
 		if (node >= s->nodecap) {
+			/* The two grow alike (wsp_grow doubles), apart: one array of
+			 * both took 8 MB more at the peak of the PyTorch trace's report. */
 			size_t old = s->nodecap, pcap = s->nodecap;
-			if (node >= UINT32_MAX || wsp_grow(&s->parents, &pcap, (size_t)node + 1, sizeof *s->parents) ||
+			if (wsp_grow(&s->parents, &pcap, (size_t)node + 1, sizeof *s->parents) ||
 			    wsp_grow(&s->nodes, &s->nodecap, (size_t)node + 1, sizeof *s->nodes))
-				return node >= UINT32_MAX ? 0 : -ENOMEM; /* past 2^32 nodes: named no further */
+				return -ENOMEM;
 			memset(s->nodes + old, 0, (s->nodecap - old) * sizeof *s->nodes);
 		}
 		if (s->nodes[node])
@@ -490,8 +493,8 @@ int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node
 		int64_t e = entry_of(s, mod, offset);
 		if (e < 0)
 			return -ENOMEM;
-		s->nodes[node] = (uint32_t)e + 1;
 		/* Parents come first: one that does not (a damaged trace) ends the stack. */
+		s->nodes[node] = (uint32_t)e + 1;
 		s->parents[node] = parent < node ? (uint32_t)parent : 0;
 	}
 	return 0;
@@ -894,8 +897,6 @@ static const char *index_lookup(const struct mod *m, uint64_t pc)
 	return !f->size || pc < f->addr + f->size ? f->name : NULL;
 }
 
-static const char *index_lookup(const struct mod *m, uint64_t pc);
-
 /* The frames of an offset in a ready module: from DWARF, else one named
  * by the symbol index (its function NULL when none covers it). Touches
  * nothing but the module and out, so modules can be named in parallel.
@@ -1081,25 +1082,19 @@ static long gather_jobs(struct wsp_syms *s, struct mod_job **jobs, size_t *njobs
 {
 	*jobs = NULL;
 	*njobs = 0;
-	int err = 0;
-	for (size_t i = 0; i < s->naddrs && !err; i++) {
-		struct addr_entry *e = &s->addrs[i];
-		if (e->named || e->pending)
-			continue;
-		int need = needs_module(s, e);
-		if (need > 0)
-			e->pending = true;
-		err = need < 0 ? need : 0;
-	}
 	struct mod_job *v = s->nmods ? calloc(s->nmods, sizeof *v) : NULL;
 	if (s->nmods && !v)
-		err = -ENOMEM;
+		return -ENOMEM;
+	int err = 0;
 	long pending = 0;
+	/* Naming one from the cache adds none to addrs: the places stay put. */
 	for (size_t i = 0; i < s->naddrs && !err; i++) {
 		struct addr_entry *e = &s->addrs[i];
-		if (!e->pending)
+		int need = e->named ? 0 : needs_module(s, e);
+		if (need <= 0) {
+			err = need;
 			continue;
-		e->pending = false;
+		}
 		struct mod_job *job = &v[e->mod];
 		job->m = &s->mods[e->mod];
 		if (wsp_grow(&job->e, &job->cap, job->n + 1, sizeof *job->e))
@@ -1224,6 +1219,22 @@ static void name_all_once(struct wsp_syms *s)
 	wsp_syms_name_all(s, label); /* without memory, each is named as it comes */
 }
 
+/* The address of a noted node, named (NULL without memory), and how many
+ * of its first frames are the allocator's entry points (counted once). */
+static struct addr_entry *named_at(struct wsp_syms *s, uint64_t node, uint32_t *lead)
+{
+	struct addr_entry *e = &s->addrs[s->nodes[node] - 1];
+	if (!e->named && symbolize(s, e))
+		return NULL;
+	if (!e->lead_known) {
+		e->lead_known = true;
+		while (e->lead < e->count && is_allocator_entry(s->arena[e->first + e->lead].function))
+			e->lead++;
+	}
+	*lead = e->lead;
+	return e;
+}
+
 size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, const struct wsp_frame **frames)
 {
 	(void)t; /* the stack as noted: the trace may keep none by now */
@@ -1231,17 +1242,15 @@ size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, 
 	size_t n = 0;
 	bool top = true;
 	for (; node && node < s->nodecap && s->nodes[node]; node = s->parents[node]) {
-		struct addr_entry *e = &s->addrs[s->nodes[node] - 1];
-		if (!e->named && symbolize(s, e))
+		uint32_t lead;
+		const struct addr_entry *e = named_at(s, node, &lead);
+		if (!e)
 			break; /* without memory */
-		for (uint32_t i = 0; i < e->count; i++) {
-			const struct wsp_frame *f = &s->arena[e->first + i];
-			if (top && is_allocator_entry(f->function))
-				continue;
-			top = false;
+		/* The allocator's entry points are left out, from the top only. */
+		for (uint32_t i = top ? lead : 0; i < e->count; i++, top = false) {
 			if (wsp_grow(&s->out, &s->outcap, n + 1, sizeof *s->out))
 				break;
-			s->out[n++] = *f;
+			s->out[n++] = s->arena[e->first + i];
 		}
 	}
 	*frames = s->out;
@@ -1253,16 +1262,12 @@ const struct wsp_frame *wsp_syms_site(struct wsp_syms *s, const wsprof_trace *t,
 	(void)t;
 	name_all_once(s);
 	for (; node && node < s->nodecap && s->nodes[node]; node = s->parents[node]) {
-		struct addr_entry *e = &s->addrs[s->nodes[node] - 1];
-		if (!e->named && symbolize(s, e))
+		uint32_t lead;
+		const struct addr_entry *e = named_at(s, node, &lead);
+		if (!e)
 			return NULL;
-		if (!e->lead_known) {
-			e->lead_known = true;
-			while (e->lead < e->count && is_allocator_entry(s->arena[e->first + e->lead].function))
-				e->lead++;
-		}
-		if (e->lead < e->count) {
-			*id = e->first + e->lead;
+		if (lead < e->count) {
+			*id = e->first + lead;
 			return &s->arena[*id];
 		}
 	}
