@@ -92,12 +92,6 @@ struct rebuilding {
 	size_t n, cap;
 };
 
-static bool is_range_kind(unsigned kind)
-{
-	return kind == WSPROF_KIND_MMAP || kind == WSPROF_KIND_MMAP_RESERVED || kind == WSPROF_KIND_CUDA_VMM_MAPPED ||
-	       kind == WSPROF_KIND_CUDA_VMM_RESERVED;
-}
-
 /* Whether a live block of the model belongs in the index. */
 static bool indexed(const struct heat *h, const struct wsp_block *b)
 {
@@ -108,7 +102,7 @@ static bool indexed(const struct heat *h, const struct wsp_block *b)
 static struct node node_of_block(struct heat *h, const struct wsp_block *b)
 {
 	uint64_t lo = wsp_block_addr(b);
-	struct node nd = { .lo = lo, .hi = lo + b->size, .range = is_range_kind(b->kind) };
+	struct node nd = { .lo = lo, .hi = lo + b->size, .range = wsp_kind_is_range(b->kind) };
 	nd.weight = (float)((double)wsp_model_block_bytes(h->l.model, b) / (double)b->size);
 	if (h->views[WSP_HEAT_BY_CALLSITE].wanted) {
 		long r = heat_row_of_stack(h, b->stack);
@@ -306,7 +300,7 @@ void heat_follow(struct heat *h, const wsprof_event *ev)
 	case WSPROF_EV_ALLOC:
 	case WSPROF_EV_FREE:
 	case WSPROF_EV_MOVE: /* realloc: the old block leaves */
-		if (!kind_wanted(h->opt->kind, ev->kind) || is_range_kind(ev->kind))
+		if (!kind_wanted(h->opt->kind, ev->kind) || wsp_kind_is_range(ev->kind))
 			return;
 		/* Stream-ordered calls take effect later, and in a sampled trace a
 		 * realloc's FREE ends its MOVE: ask the model. */

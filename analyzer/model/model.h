@@ -94,6 +94,13 @@ static inline bool wsp_kind_is_address_space(unsigned kind)
 	return kind == WSPROF_KIND_CUDA_VMM_MAPPED || wsp_kind_is_reservation(kind);
 }
 
+/* Kinds the model keeps as address ranges, cut and joined by later calls
+ * (mmap, and the address-space kinds) rather than as blocks freed whole. */
+static inline bool wsp_kind_is_range(unsigned kind)
+{
+	return kind == WSPROF_KIND_MMAP || wsp_kind_is_address_space(kind);
+}
+
 /* Figures of one call stack (and kind), with per_stack.
  * temporary: allocations freed before their thread allocated again (a
  * realloc's old block included), counted when the free is seen. */

@@ -7,6 +7,7 @@
  */
 #include "analyzer.h"
 #include "cli.h"
+#include "progress.h"
 #include "symbols.h"
 #include "units.h"
 
@@ -16,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static void usage(FILE *out)
 {
@@ -24,13 +24,6 @@ static void usage(FILE *out)
 		     "  names every frame of the trace's allocations from the modules it ran (run it where\n"
 		     "  the trace was recorded), and keeps the names in TRACE.symbols: copy that file\n"
 		     "  beside the trace, and reports name every frame on any machine\n");
-}
-
-static double seconds_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Every stack a report can show: those of allocations and failed ones
@@ -73,7 +66,7 @@ int wsp_cmd_symbolize(int argc, char **argv)
 		fprintf(stderr, "wsprof: WSPROF_SYMBOL_CACHE=0 keeps no names: unset it to symbolize %s\n", cli.trace);
 		return 2;
 	}
-	double start = seconds_now();
+	uint64_t start = wsp_progress_now();
 	struct wsp_syms *s = wsp_syms_new(stderr);
 	if (!s) {
 		fprintf(stderr, "wsprof: out of memory\n");
@@ -113,7 +106,7 @@ int wsp_cmd_symbolize(int argc, char **argv)
 		char a[32], u[32], m[32];
 		printf("wsprof: %s addresses in %s modules named in %.1f s (%s of them without a function name",
 		       wsp_group_digits(a, sizeof a, st.addresses), wsp_group_digits(m, sizeof m, st.modules),
-		       seconds_now() - start, wsp_group_digits(u, sizeof u, st.unnamed));
+		       (double)(wsp_progress_now() - start) / 1e9, wsp_group_digits(u, sizeof u, st.unnamed));
 		if (st.lost) {
 			char l[32];
 			printf(", %s in %zu module%s not found here", wsp_group_digits(l, sizeof l, st.lost), st.absent,
