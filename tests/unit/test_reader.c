@@ -683,19 +683,25 @@ static void put_stack_tree(struct trace_builder *b)
 	tb_stack(b, 4, 1, 0x404000);
 }
 
+/* Two allocations, from stacks 3 and 4 of the tree, in one chunk. */
+static wsprof_trace *open_two_on_the_tree(struct trace_builder *b)
+{
+	tb_init(b);
+	tb_header(b, NULL);
+	tb_segment(b, 1, 0, 0);
+	put_stack_tree(b);
+	tb_ev_alloc(b, 1, 1, 0, 0, 0x1000, 8, 3);
+	tb_ev_alloc(b, 2, 2, 0, 0, 0x2000, 8, 4);
+	tb_sync(b, 3, 3);
+	tb_chunk(b);
+	tb_footer(b, 4);
+	return open_built(b);
+}
+
 Test(reader_stacks, stacks_come_back_innermost_first)
 {
 	struct trace_builder b;
-	tb_init(&b);
-	tb_header(&b, NULL);
-	tb_segment(&b, 1, 0, 0);
-	put_stack_tree(&b);
-	tb_ev_alloc(&b, 1, 1, 0, 0, 0x1000, 8, 3);
-	tb_ev_alloc(&b, 2, 2, 0, 0, 0x2000, 8, 4);
-	tb_sync(&b, 3, 3);
-	tb_chunk(&b);
-	tb_footer(&b, 4);
-	wsprof_trace *t = open_built(&b);
+	wsprof_trace *t = open_two_on_the_tree(&b);
 	wsprof_event ev;
 	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
 	cr_expect_eq(ev.stack, 3);
@@ -719,16 +725,7 @@ Test(reader_stacks, stacks_come_back_innermost_first)
 Test(reader_stacks, a_reader_that_forgets_stacks_keeps_their_ids_only)
 {
 	struct trace_builder b;
-	tb_init(&b);
-	tb_header(&b, NULL);
-	tb_segment(&b, 1, 0, 0);
-	put_stack_tree(&b);
-	tb_ev_alloc(&b, 1, 1, 0, 0, 0x1000, 8, 3);
-	tb_ev_alloc(&b, 2, 2, 0, 0, 0x2000, 8, 4);
-	tb_sync(&b, 3, 3);
-	tb_chunk(&b);
-	tb_footer(&b, 4);
-	wsprof_trace *t = open_built(&b);
+	wsprof_trace *t = open_two_on_the_tree(&b);
 	wsprof_trace_forget_stacks(t);
 	wsprof_event ev;
 	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
