@@ -84,20 +84,27 @@ int wsp_cmd_symbolize(int argc, char **argv)
 	}
 	struct wsp_syms_stats st;
 	wsp_syms_stats(s, &st);
-	if (!rc && (!st.addresses || st.uncached == st.addresses)) {
+	/* Names are kept by build-id: of addresses in modules that have one. */
+	if (!rc && st.addresses == st.uncached + st.outside) {
 		/* Nothing a file could keep: say so, and why. */
 		if (!st.addresses)
 			printf("wsprof: %s has no allocation stacks: nothing to name\n", cli.trace);
 		else
-			printf("wsprof: its %llu addresses are all in modules without a build-id: their names cannot be "
-			       "kept (link with --build-id to keep them)\n", (unsigned long long)st.addresses);
+			printf("wsprof: the %llu addresses of %s are all outside modules (JIT code) or in modules without a "
+			       "build-id (link with --build-id): their names cannot be kept\n",
+			       (unsigned long long)st.addresses, cli.trace);
 		wsp_syms_free(s);
 		wsprof_trace_close(t);
 		return 0;
 	}
 	const char *kept = NULL;
 	int err = rc ? 0 : wsp_syms_save(s, &kept);
-	if (!rc && err) {
+	if (!rc && err == -ENOENT && st.lost) {
+		/* Nothing named to keep: the modules are elsewhere. */
+		fprintf(stderr, "wsprof: the modules of %s are not here (or changed since it was recorded): run wsprof "
+			"symbolize on the machine that recorded it\n", cli.trace);
+		rc = 1;
+	} else if (!rc && err) {
 		fprintf(stderr, "wsprof: cannot keep the names of %s in %s: %s\n", cli.trace, kept ? kept : "(nowhere)",
 			strerror(-err));
 		rc = 1;

@@ -20,6 +20,7 @@
 #include "wsprof/trace.h"
 
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,4 +357,70 @@ Test(export, bad_input_gets_one_line)
 	free(trace);
 	free(notrace);
 	free(out);
+}
+
+/* A trace built here: a heap allocation at each of the stacks given (0:
+ * none), their nodes 1 <- 2 <- 3 at addresses no module holds. */
+static char *built_trace(const char *name, const uint64_t *stacks, size_t n)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	tb_header(&b, NULL);
+	tb_segment(&b, 1, 0, 0);
+	tb_stack(&b, 1, 0, 0x401000);
+	tb_stack(&b, 2, 1, 0x402000);
+	tb_stack(&b, 3, 2, 0x403000);
+	for (size_t i = 0; i < n; i++)
+		tb_ev_alloc(&b, i + 1, i + 1, WSPROF_KIND_HEAP, WSPROF_OP_MALLOC, 0x1000 + 64 * i, 8, stacks[i]);
+	tb_sync(&b, n + 1, n + 1);
+	tb_chunk(&b);
+	tb_footer(&b, n + 2);
+	char *path = wt_path(wt_test_dir(), "%s", name);
+	cr_assert_eq(tb_save(&b, path), 0);
+	tb_fini(&b);
+	return path;
+}
+
+/* `wsprof symbolize TRACE`: its exit status, output, and whether it left TRACE.symbols. */
+static bool symbolize(const char *trace, int status, struct wt_result *r)
+{
+	wt_run(r, (const char *[]){ wt_wsprof(), "symbolize", trace, NULL });
+	wt_assert_status(r, status, "wsprof symbolize");
+	char *kept = wt_path(wt_test_dir(), "%s.symbols", strrchr(trace, '/') + 1);
+	bool left = wt_file_exists(kept);
+	free(kept);
+	return left;
+}
+
+/* What symbolize cannot keep, it says, in one line, without a file: a
+ * trace without stacks, one whose frames are all outside modules, one
+ * whose modules are on another machine (the golden trace's /opt/golden),
+ * and a directory. */
+Test(export, symbolize_says_what_it_cannot_keep)
+{
+	struct wt_result r;
+	char *bare = built_trace("bare.wsp", (const uint64_t[]){ 0, 0 }, 2);
+	cr_expect(!symbolize(bare, 0, &r), "a file of names for a trace without stacks");
+	cr_expect(strstr(r.out, "has no allocation stacks: nothing to name"), "%s", r.out);
+	wt_result_free(&r);
+
+	char *jit = built_trace("jit.wsp", (const uint64_t[]){ 3, 2 }, 2);
+	cr_expect(!symbolize(jit, 0, &r), "a file of names for frames outside every module");
+	cr_expect(strstr(r.out, "the 3 addresses of") && strstr(r.out, "are all outside modules (JIT code)"), "%s", r.out);
+	wt_result_free(&r);
+
+	char *golden = wt_golden("server"), *copy = wt_path(wt_test_dir(), "server.wsp");
+	size_t len;
+	char *bytes = wt_read_file(golden, &len);
+	cr_assert(bytes && wt_write_file(copy, bytes, len) == 0);
+	free(bytes);
+	cr_expect(!symbolize(copy, 1, &r), "a file of names for modules that are elsewhere");
+	cr_expect(strstr(r.err, "are not here (or changed since it was recorded): run wsprof symbolize on the machine "
+				"that recorded it"), "%s", r.err);
+	wt_result_free(&r);
+
+	symbolize(wt_test_dir(), 1, &r);
+	cr_expect(strstr(r.err, ": Is a directory"), "%s", r.err);
+	wt_result_free(&r);
+	free(copy), free(golden), free(jit), free(bare);
 }
