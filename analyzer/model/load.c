@@ -24,6 +24,7 @@
 #pragma weak wsp_syms_free
 #pragma weak wsp_syms_note_stack
 #pragma weak wsp_syms_cache
+#pragma weak wsp_syms_noted_all
 
 /* Events between two looks at the clock: reading stays as fast as it was,
  * and even a slow reader looks several times a second. */
@@ -174,8 +175,10 @@ static int load(const char *path, const struct wsp_model_options *opt, bool symb
 	wsp_progress_end(&bar);
 	/* The symbols have what they need of the stacks (symbols.h): the
 	 * reader's own table of them, most of its memory, can go. */
-	if (out->syms)
+	if (out->syms) {
+		wsp_syms_noted_all(out->syms);
 		wsprof_trace_forget_stacks(out->trace);
+	}
 	if (err >= 0)
 		err = wsp_model_finish(out->model);
 	err = following_end(&fl, out->trace, err);

@@ -110,6 +110,7 @@ struct wsp_syms {
 	char *cache_path;     /* where names are kept between reports; NULL: nowhere */
 	char *trace_path;     /* the trace's, for advice */
 	bool named_all;       /* wsp_syms_name_all has run */
+	bool noted_all;       /* no stack is noted any more (wsp_syms_noted_all) */
 	struct cached *cache; /* open addressing */
 	size_t cache_cap, ncache;
 	struct wsp_frame *cache_frames;
@@ -1026,6 +1027,11 @@ static int64_t entry_of(struct wsp_syms *s, int32_t mod, uint64_t offset)
 	return (int64_t)s->naddrs - 1;
 }
 
+void wsp_syms_noted_all(struct wsp_syms *s)
+{
+	s->noted_all = true;
+}
+
 /* ---- naming every address at once, modules in parallel ------------------ */
 
 /* A module's addresses to name, and what its worker found. */
@@ -1183,10 +1189,11 @@ long wsp_syms_name_all(struct wsp_syms *s, const char *label)
 			err = adopt(s, job->e[i], job->raws.v + job->first[i], job->count[i]);
 	}
 	jobs_free(jobs, njobs);
-	/* Every frame noted is named and its strings copied: the modules' files,
-	 * debug info and symbol indexes go (a PyTorch program's take tens of
-	 * MB), and are read again only if a stack noted later needs them. */
-	for (size_t i = 0; i < s->nmods && !err; i++)
+	/* Every frame there will be is named and its strings copied: the
+	 * modules' files, debug info and symbol indexes go (a PyTorch program's
+	 * take tens of MB). While stacks are still noted, they stay: opening a
+	 * module again reads its debug info again. */
+	for (size_t i = 0; i < s->nmods && !err && s->noted_all; i++)
 		module_close(&s->mods[i]);
 	return err ? err : pending;
 }

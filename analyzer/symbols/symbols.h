@@ -65,6 +65,10 @@ int wsp_syms_save(struct wsp_syms *s, const char **path);
  * @return 0 or -ENOMEM. */
 int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t stack);
 
+/* Every stack there is has been noted (the trace is read): once named,
+ * the modules are closed (wsp_syms_name_all). */
+void wsp_syms_noted_all(struct wsp_syms *s);
+
 /* Name every address of the stacks noted so far that is not named yet:
  * from the cache, else by reading its module, the modules in parallel
  * (a thread per core) when there are many, with a progress line on a

@@ -75,6 +75,7 @@ int wsp_cmd_symbolize(int argc, char **argv)
 	wsp_syms_cache(s, cli.trace);
 	wsprof_trace *t = NULL;
 	int rc = note_stacks(cli.trace, s, &t);
+	wsp_syms_noted_all(s);
 	char label[4200];
 	snprintf(label, sizeof label, "naming frames of %s", cli.trace);
 	long named = rc ? 0 : wsp_syms_name_all(s, label);
