@@ -23,6 +23,8 @@
  *                      annotate.c   what the program says about its memory (wsprof.h, NVTX)
  *   life/    life.h    process.c    start, exit, fork and exec, which set up and end all of it
  *                      signals.c    fatal signals finish the trace; the program's view of them
+ *   python/  python.h  python.c     a CPython program's Python frames, in their places in its stacks
+ *                      pylayout.h   where each CPython version keeps them
  * This file holds what all of them share: the state, the guard, the
  * settings, wsprof's memory.
  *

@@ -33,6 +33,7 @@
 #include "columns.h"
 #include "format.h"
 #include "grow.h"
+#include "pycode.h"
 #include "wsprof/trace.h"
 
 #include <errno.h>
@@ -217,6 +218,11 @@ struct wsprof_trace {
 
 	struct module *mods;
 	size_t nmods, modcap;
+
+	/* Python (2.3): written by the decoding side (pycode.h says why the
+	 * caller may read the codes meanwhile). */
+	struct wsp_pycodes pycodes;
+	wsprof_python python;
 };
 
 /* Room in one of the reader's large reused buffers (pending events, the
@@ -512,6 +518,16 @@ int wsprof_trace_open(const char *path, wsprof_trace **out)
 const wsprof_process *wsprof_trace_process(const wsprof_trace *t)
 {
 	return &t->proc;
+}
+
+const wsprof_python *wsprof_trace_python(const wsprof_trace *t)
+{
+	return &t->python;
+}
+
+const wsprof_pycode *wsprof_trace_pycode(const wsprof_trace *t, uint64_t code)
+{
+	return wsp_pycodes_get(&t->pycodes, code);
 }
 
 /* ---- chunks and records (the worker's side) -------------------------- */
@@ -957,6 +973,37 @@ static size_t release_emit(wsprof_trace *t, struct pending *out, size_t room)
 /* Decode the current chunk's records until a SYNC begins a release (1),
  * the chunk ends (0), or the batch being filled holds BATCH_DEFS stack
  * nodes (2): only the events between two SYNCs are ever held. */
+static int read_pycode(wsprof_trace *t, struct wsp_cursor *r)
+{
+	uint64_t id = wsp_get_field(r), first = wsp_get_field(r);
+	size_t qn, fn, ln;
+	const uint8_t *q = wsp_get_bytes(r, &qn), *f = wsp_get_bytes(r, &fn), *l = wsp_get_bytes(r, &ln);
+	if (r->bad || !q || !f || !l)
+		return WSPROF_E_CORRUPT;
+	return wsp_pycodes_add(&t->pycodes, id, first, q, qn, f, fn, l, ln);
+}
+
+/* A stamped record, not an event: its deltas still move the segment's. */
+static int read_python(wsprof_trace *t, struct segment *seg, struct wsp_cursor *r)
+{
+	seg->seq += wsp_get_field(r);
+	seg->time += wsp_get_field(r);
+	uint64_t version = wsp_get_field(r), frames = wsp_get_field(r), objects = wsp_get_field(r);
+	char *path = get_string(r), *note = get_string(r);
+	if (!path || !note) {
+		free(path);
+		free(note);
+		return -ENOMEM;
+	}
+	if (r->bad || t->python.seen) { /* one interpreter a process */
+		free(path);
+		free(note);
+		return r->bad ? WSPROF_E_CORRUPT : 0;
+	}
+	t->python = (wsprof_python){ 1, (uint32_t)version, frames != 0, (unsigned)objects, path, note };
+	return 0;
+}
+
 static int decode_some(wsprof_trace *t)
 {
 	struct segment *seg = &t->seg;
@@ -992,6 +1039,22 @@ static int decode_some(wsprof_trace *t)
 			err = r.bad ? WSPROF_E_CORRUPT : add_stack(t, id, parent, ip);
 			break;
 		}
+		case WSP_REC_PYFRAME: {
+			uint64_t id = wsp_get_field(&r), parent = wsp_get_field(&r), code = wsp_get_field(&r),
+				 instr = wsp_get_field(&r);
+			err = r.bad || code >> 39 || instr > 0xffffff
+				      ? WSPROF_E_CORRUPT
+				      : add_stack(t, id, parent, WSPROF_PYFRAME_IP(code, instr));
+			break;
+		}
+		case WSP_REC_PY_CODE:
+			err = read_pycode(t, &r);
+			break;
+		case WSP_REC_PYTHON:
+			if (!seg->open)
+				return WSPROF_E_CORRUPT;
+			err = read_python(t, seg, &r);
+			break;
 		case WSP_REC_ALLOC: case WSP_REC_FREE: case WSP_REC_MOVE: case WSP_REC_FAIL:
 		case WSP_REC_UNMAP: case WSP_REC_MODULE_LOAD: case WSP_REC_MODULE_UNLOAD:
 		case WSP_REC_FORK: case WSP_REC_EXEC: case WSP_REC_STREAM_REACHED: case WSP_REC_DEVICE_MEMORY:
@@ -1633,6 +1696,9 @@ void wsprof_trace_close(wsprof_trace *t)
 	free(t->mods);
 	free(t->stacks);
 	free(t->tids);
+	wsp_pycodes_free(&t->pycodes);
+	free((char *)t->python.path);
+	free((char *)t->python.note);
 	for (size_t i = 0; i < NFRAMES; i++) {
 		free(t->frames[i].zbuf);
 		free_big(t, t->frames[i].raw, t->frames[i].rawcap, 1);

@@ -116,7 +116,10 @@ struct wsp_syms {
 	struct wsp_frame *cache_frames;
 	size_t ncache_frames, cache_frames_cap;
 	size_t fresh;         /* addresses symbolized here */
+	enum wsp_stack_view view;
 };
+
+#define PY_MOD (-2)           /* an addr_entry's mod for a Python frame (its offset the frame's key) */
 
 static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
 {
@@ -132,9 +135,22 @@ struct wsp_syms *wsp_syms_new(FILE *warn)
 {
 	debug_places();
 	struct wsp_syms *s = calloc(1, sizeof *s);
-	if (s)
+	if (s) {
 		s->warn = warn;
+		const char *v = getenv("WSPROF_STACKS");
+		int view = v && *v ? wsp_stack_view_parse(v) : WSP_STACKS_DEFAULT;
+		s->view = view < 0 ? WSP_STACKS_DEFAULT : (enum wsp_stack_view)view;
+	}
 	return s;
+}
+
+int wsp_stack_view_parse(const char *v)
+{
+	static const char *const names[] = { "default", "merged", "python", "native" };
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (!strcmp(v, names[i]))
+			return (int)i;
+	return -1;
 }
 
 /* The Debian package that installed path, from dpkg's file lists (no
@@ -467,6 +483,48 @@ static void module_close(struct mod *m)
 /* ---- stack nodes ------------------------------------------------------- */
 
 static int64_t entry_of(struct wsp_syms *s, int32_t mod, uint64_t offset);
+static int arena_add(struct wsp_syms *s, struct wsp_frame f);
+
+/* Is a Python file the interpreter's library or an installed package's
+ * rather than the program's own? (frozen modules, .../lib/python3.X/...,
+ * site-packages, dist-packages) */
+static bool python_library(const char *file)
+{
+	if (!file)
+		return false;
+	if (!strncmp(file, "<frozen ", 8) || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/"))
+		return true;
+	for (const char *p = strstr(file, "/lib/python3"); p; p = strstr(p + 1, "/lib/python3")) {
+		const char *q = p + 12;
+		if (*q != '.' || !q[1])
+			continue;
+		for (q++; *q >= '0' && *q <= '9'; q++)
+			;
+		if (*q == '/')
+			return true;
+	}
+	return false;
+}
+
+/* A Python frame is named from the trace's code table as it is noted
+ * (the code is defined before any frame using it is handed out). */
+static int name_python(struct wsp_syms *s, const wsprof_trace *t, struct addr_entry *e, uint64_t key)
+{
+	const wsprof_pycode *c = wsprof_trace_pycode(t, WSPROF_PYFRAME_CODE(key));
+	int line = wsprof_pycode_line(c, WSPROF_PYFRAME_INSTR(key));
+	struct wsp_frame f = { .function = intern(s, c ? c->qualname : "<unknown Python code>"),
+			       .file = c ? intern(s, c->filename) : NULL,
+			       .line = line > 0 ? (unsigned)line : 0,
+			       .offset = key,
+			       .python = true,
+			       .library = c && python_library(c->filename) };
+	e->first = (uint32_t)s->narena;
+	if (arena_add(s, f))
+		return -ENOMEM;
+	e->count = 1;
+	e->named = e->lead_known = true;
+	return 0;
+}
 
 int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node)
 {
@@ -489,10 +547,12 @@ int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node
 		int32_t mod = -1;
 		uint64_t offset = ip;
 		/* A return address may be just past its function's end: look up the call. */
-		if (wsprof_trace_module_info_at(t, ip - 1, &info) && (mod = module_of(s, &info)) >= 0)
+		if (WSPROF_IS_PYFRAME(ip))
+			mod = PY_MOD;
+		else if (wsprof_trace_module_info_at(t, ip - 1, &info) && (mod = module_of(s, &info)) >= 0)
 			offset = ip - info.base;
 		int64_t e = entry_of(s, mod, offset);
-		if (e < 0)
+		if (e < 0 || (mod == PY_MOD && !s->addrs[e].named && name_python(s, t, &s->addrs[e], ip)))
 			return -ENOMEM;
 		/* Parents come first: one that does not (a damaged trace) ends the stack. */
 		s->nodes[node] = (uint32_t)e + 1;
@@ -781,8 +841,8 @@ void wsp_syms_stats(const struct wsp_syms *s, struct wsp_syms_stats *st)
 	*st = (struct wsp_syms_stats){ 0 };
 	for (size_t i = 0; i < s->naddrs; i++) {
 		const struct addr_entry *e = &s->addrs[i];
-		if (!e->named || !e->count)
-			continue;
+		if (!e->named || !e->count || e->mod == PY_MOD)
+			continue; /* Python frames are named from the trace itself */
 		st->addresses++;
 		st->unnamed += !s->arena[e->first].function;
 		st->uncached += e->mod >= 0 && !s->mods[e->mod].key;
@@ -1242,17 +1302,62 @@ static struct addr_entry *named_at(struct wsp_syms *s, uint64_t node, uint32_t *
 	return e;
 }
 
+/* Does this view keep a native frame of a stack with Python frames?
+ * Merged: not the evaluation call that runs a block of Python frames (the
+ * native frame just outside the block's outermost: so its nameless cold
+ * parts are known too), nor, outside the innermost Python frame, any
+ * other frame of the interpreter's module (the call machinery between
+ * blocks); C code of other modules stays where it ran. */
+struct view_walk {
+	bool python_seen, after_python;
+	int32_t interp;       /* the interpreter's module, once an evaluation frame showed it */
+};
+
+static bool view_keeps(enum wsp_stack_view view, struct view_walk *w, const struct addr_entry *e)
+{
+	bool python = e->mod == PY_MOD, after = w->after_python;
+	w->after_python = python;
+	if (python) {
+		w->python_seen = true;
+		return view != WSP_STACKS_NATIVE;
+	}
+	if (view == WSP_STACKS_NATIVE || !w->python_seen)
+		return true;
+	if (view == WSP_STACKS_PYTHON)
+		return false;
+	if (after) {
+		w->interp = e->mod;
+		return false;
+	}
+	return e->mod < 0 || e->mod != w->interp;
+}
+
+/* Does the stack at node have Python frames (which the Python view shows alone)? */
+static bool has_python(const struct wsp_syms *s, uint64_t node)
+{
+	for (; node && node < s->nodecap && s->nodes[node]; node = s->parents[node])
+		if (s->addrs[s->nodes[node] - 1].mod == PY_MOD)
+			return true;
+	return false;
+}
+
 size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, const struct wsp_frame **frames)
 {
 	(void)t; /* the stack as noted: the trace may keep none by now */
 	name_all_once(s);
 	size_t n = 0;
 	bool top = true;
+	struct view_walk w = { .interp = INT32_MIN };
+	enum wsp_stack_view view = s->view;
+	if (view == WSP_STACKS_PYTHON && !has_python(s, node))
+		view = WSP_STACKS_NATIVE; /* nothing else to show */
 	for (; node && node < s->nodecap && s->nodes[node]; node = s->parents[node]) {
 		uint32_t lead;
 		const struct addr_entry *e = named_at(s, node, &lead);
 		if (!e)
 			break; /* without memory */
+		if (!view_keeps(view, &w, e))
+			continue;
 		/* The allocator's entry points are left out, from the top only. */
 		for (uint32_t i = top ? lead : 0; i < e->count; i++, top = false) {
 			if (wsp_grow(&s->out, &s->outcap, n + 1, sizeof *s->out))
@@ -1264,15 +1369,51 @@ size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, 
 	return n;
 }
 
+size_t wsp_syms_site_at(const struct wsp_syms *s, const struct wsp_frame *frames, size_t n)
+{
+	size_t python = n;
+	if (s->view == WSP_STACKS_DEFAULT || s->view == WSP_STACKS_PYTHON)
+		for (size_t i = 0; i < n; i++) {
+			if (!frames[i].python)
+				continue;
+			if (s->view == WSP_STACKS_PYTHON || !frames[i].library)
+				return i;
+			if (python == n)
+				python = i;
+		}
+	return python < n ? python : 0;
+}
+
 const struct wsp_frame *wsp_syms_site(struct wsp_syms *s, const wsprof_trace *t, uint64_t node, uint32_t *id)
 {
 	(void)t;
 	name_all_once(s);
+	bool python_first = s->view == WSP_STACKS_DEFAULT || s->view == WSP_STACKS_PYTHON;
+	if (python_first) {
+		const struct addr_entry *innermost = NULL;
+		for (uint64_t at = node; at && at < s->nodecap && s->nodes[at]; at = s->parents[at]) {
+			const struct addr_entry *e = &s->addrs[s->nodes[at] - 1];
+			if (e->mod != PY_MOD)
+				continue;
+			if (!innermost)
+				innermost = e;
+			if (s->view == WSP_STACKS_PYTHON || !s->arena[e->first].library) {
+				innermost = e;
+				break;
+			}
+		}
+		if (innermost) {
+			*id = innermost->first;
+			return &s->arena[*id];
+		}
+	}
 	for (; node && node < s->nodecap && s->nodes[node]; node = s->parents[node]) {
 		uint32_t lead;
 		const struct addr_entry *e = named_at(s, node, &lead);
 		if (!e)
 			return NULL;
+		if (e->mod == PY_MOD && s->view == WSP_STACKS_NATIVE)
+			continue;
 		if (lead < e->count) {
 			*id = e->first + lead;
 			return &s->arena[*id];
@@ -1285,7 +1426,9 @@ const char *wsp_frame_label(const struct wsp_frame *f, char *buf, size_t cap)
 {
 	const char *file = f->file ? strrchr(f->file, '/') : NULL;
 	file = file ? file + 1 : f->file;
-	if (f->function && file && f->line)
+	if (f->python)
+		snprintf(buf, cap, "py %s (%s:%u)", f->function, file ? file : "?", f->line);
+	else if (f->function && file && f->line)
 		snprintf(buf, cap, "%s (%s:%u)", f->function, file, f->line);
 	else if (f->function && f->module)
 		snprintf(buf, cap, "%s (%s)", f->function, f->module);

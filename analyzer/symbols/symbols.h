@@ -31,11 +31,26 @@ struct wsp_frame {
 	const char *module;   /* file name of the module; NULL outside any module */
 	uint64_t offset;      /* of the return address in the module (or absolute, outside) */
 	bool inlined;         /* inlined into the frame after it */
+	bool python;          /* a Python frame: function is its qualified name, file its file */
+	bool library;         /* a Python frame of the interpreter's library or an installed package */
 };
+
+/* Which frames a stack shows (--stacks, WSPROF_STACKS): by default the
+ * merged stack - each Python frame in place of the interpreter's frames
+ * that ran it, native frames of C code around them - with a stack's site
+ * its innermost Python frame of the program's own code (not the
+ * library's, not an installed package's: the script line that called into
+ * PyTorch, not PyTorch's own Python), else its innermost Python frame; MERGED the same with the site its first
+ * frame; PYTHON its Python frames alone (a stack without any: its native
+ * ones); NATIVE its native frames alone, as recorded. */
+enum wsp_stack_view { WSP_STACKS_DEFAULT, WSP_STACKS_MERGED, WSP_STACKS_PYTHON, WSP_STACKS_NATIVE };
+/* @return the view named s ("merged", "python", "native"), or -1. */
+int wsp_stack_view_parse(const char *s);
 
 struct wsp_syms;
 
-/* warn: where one-line warnings go (a rebuilt or missing module), or NULL. */
+/* warn: where one-line warnings go (a rebuilt or missing module), or NULL.
+ * The view is WSPROF_STACKS's (wsprof --stacks sets it), else the default. */
 struct wsp_syms *wsp_syms_new(FILE *warn);
 void wsp_syms_free(struct wsp_syms *s);
 /* Keep names between reports of the trace at trace_path: read the cache
@@ -86,8 +101,14 @@ long wsp_syms_name_all(struct wsp_syms *s, const char *label);
  * @return the number of frames. */
 size_t wsp_syms_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t stack, const struct wsp_frame **frames);
 
-/* The first frame wsp_syms_stack would give for a noted stack (where it
- * was allocated), without the others, and in *id a number that is that
+/* Which of a stack's frames (wsp_syms_stack's) is its site: its innermost
+ * Python frame of the program's own code in the default view (else its
+ * innermost Python frame), its innermost Python frame in the Python view,
+ * else the first. */
+size_t wsp_syms_site_at(const struct wsp_syms *s, const struct wsp_frame *frames, size_t n);
+
+/* The site of a noted stack (wsp_syms_site_at: where it was allocated),
+ * without the others, and in *id a number that is that
  * frame's own for as long as s lives (its place among all frames named):
  * stacks of one site give one id. NULL when the stack has no frames. */
 const struct wsp_frame *wsp_syms_site(struct wsp_syms *s, const wsprof_trace *t, uint64_t stack, uint32_t *id);

@@ -90,7 +90,7 @@ static void add_site(const struct wsp_site_stats *s, void *arg)
 		return;
 	const struct wsp_frame *frames;
 	size_t n = wsp_syms_stack(r->l->syms, r->l->trace, s->stack, &frames);
-	struct wsp_frame site = n ? frames[0] : (struct wsp_frame){ 0 };
+	struct wsp_frame site = n ? frames[wsp_syms_site_at(r->l->syms, frames, n)] : (struct wsp_frame){ 0 };
 	struct wsp_site_row *row = row_of(r, &site, s->stack);
 	if (!row) {
 		r->err = 1;
@@ -132,6 +132,7 @@ static void json_frame(struct wsp_json *j, const struct wsp_frame *f)
 	wsp_json_string(j, "module", f->module);
 	wsp_json_uint(j, "offset", f->offset);
 	wsp_json_bool(j, "inlined", f->inlined);
+	wsp_json_bool(j, "python", f->python);
 	wsp_json_end_object(j);
 }
 

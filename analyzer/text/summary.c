@@ -12,6 +12,46 @@
 #include <string.h>
 #include <time.h>
 
+/* "3.11.2" from PY_VERSION_HEX; "older than 3.11" when not known. */
+static const char *python_version(uint32_t v, char *buf, size_t cap)
+{
+	if (!v)
+		snprintf(buf, cap, "older than 3.11");
+	else
+		snprintf(buf, cap, "%u.%u.%u", v >> 24, (v >> 16) & 0xff, (v >> 8) & 0xff);
+	return buf;
+}
+
+static const char *python_objects_name(unsigned objects)
+{
+	return objects == WSPROF_PYOBJ_MALLOC ? "malloc" : objects == WSPROF_PYOBJ_HOOKED ? "hooked" : "arenas";
+}
+
+/* What the recorder found of a Python interpreter, and how its small objects show. */
+static void print_python(const struct wsp_loaded *l)
+{
+	const wsprof_python *py = wsprof_trace_python(l->trace);
+	if (!py->seen)
+		return;
+	char ver[32];
+	const char *base = strrchr(py->path, '/');
+	printf("  python    %s (%s): ", python_version(py->version, ver, sizeof ver), base ? base + 1 : py->path);
+	if (!py->frames) {
+		const char *why = strstr(py->note, "no Python frames");
+		printf("%s\n", why ? why : py->note);
+		return;
+	}
+	printf("Python frames in the stacks; ");
+	if (py->objects == WSPROF_PYOBJ_MALLOC)
+		printf("every object is its own allocation (PYTHONMALLOC=malloc)\n");
+	else if (py->objects == WSPROF_PYOBJ_HOOKED)
+		printf("every object of 512 bytes or less recorded as a pool block inside pymalloc's arenas "
+		       "(WSPROF_PYTHON_OBJECTS=1)\n");
+	else
+		printf("objects of 512 bytes or less live in pymalloc's 256 KiB arenas (mmap), each attributed to "
+		       "the line that opened it (WSPROF_PYTHON_OBJECTS=1 records every object)\n");
+}
+
 static void usage(FILE *out)
 {
 	fputs("usage: wsprof report summary [--json] [--caller MODULE]... TRACE\n"
@@ -145,6 +185,17 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_string(&j, "allocator", p->allocator[0] ? p->allocator : NULL);
 	wsp_json_uint(&j, "untraced_calls", l->status.untraced_calls);
 	wsp_json_end_object(&j);
+	const wsprof_python *py = wsprof_trace_python(l->trace);
+	if (py->seen) {
+		char ver[32];
+		wsp_json_begin_object(&j, "python");
+		wsp_json_string(&j, "version", python_version(py->version, ver, sizeof ver));
+		wsp_json_string(&j, "interpreter", py->path);
+		wsp_json_bool(&j, "frames", py->frames);
+		wsp_json_string(&j, "objects", python_objects_name(py->objects));
+		wsp_json_string(&j, "note", py->note[0] ? py->note : NULL);
+		wsp_json_end_object(&j);
+	}
 	wsp_json_begin_object(&j, "kinds");
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);
@@ -280,6 +331,7 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 		const char *base = strrchr(p->allocator, '/');
 		printf("  allocator %s (%s)\n", base ? base + 1 : p->allocator, p->allocator);
 	}
+	print_python(l);
 	if (st->untraced_calls)
 		printf("  untraced  %llu mmap-family call%s passed through untraced: made before recording began or by "
 		       "libunwind, where recording could have waited on a lock the caller held\n",

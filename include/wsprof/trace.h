@@ -40,7 +40,23 @@ extern "C" {
 
 /* Trace format version this reader writes and understands (doc/trace-format.md). */
 #define WSPROF_FORMAT_MAJOR 2
-#define WSPROF_FORMAT_MINOR 2
+#define WSPROF_FORMAT_MINOR 3
+
+/* A frame of a stack that is a Python frame (2.3), not a return address:
+ * the top bit set, the code object's id (wsprof_trace_pycode) and the
+ * instruction's offset in code units plus one (0: before the first). */
+#define WSPROF_PYFRAME_BIT (1ull << 63)
+#define WSPROF_PYFRAME_IP(code, instr) (WSPROF_PYFRAME_BIT | (uint64_t)(code) << 24 | ((uint64_t)(instr) & 0xffffff))
+#define WSPROF_IS_PYFRAME(ip) (((ip) & WSPROF_PYFRAME_BIT) != 0)
+#define WSPROF_PYFRAME_CODE(ip) (((ip) & ~WSPROF_PYFRAME_BIT) >> 24)
+#define WSPROF_PYFRAME_INSTR(ip) ((ip) & 0xffffff)
+
+/* How Python's small objects reached the trace (PYTHON record). */
+enum wsprof_pyobjects {
+	WSPROF_PYOBJ_ARENAS = 0, /* inside pymalloc's 256 KiB arenas: each arena is an mmap */
+	WSPROF_PYOBJ_MALLOC = 1, /* each one a malloc (PYTHONMALLOC=malloc) */
+	WSPROF_PYOBJ_HOOKED = 2, /* each one recorded through the object allocator (WSPROF_PYTHON_OBJECTS=1) */
+};
 
 enum wsprof_error {
 	WSPROF_E_NOT_TRACE = -4097, /* the file is not a wsprof trace */
@@ -271,6 +287,38 @@ WSPROF_API size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint
  * (0 at the root). A stack id is the id of its innermost node.
  * @return 1 if the node is defined, 0 otherwise. */
 WSPROF_API int wsprof_trace_stack_node(const wsprof_trace *t, uint64_t node, uint64_t *parent, uint64_t *ip);
+
+/* A Python code object (2.3): what a Python frame's code id names. */
+typedef struct wsprof_pycode {
+	const char *qualname;      /* "Class.method", "<module>" */
+	const char *filename;      /* as the code object has it */
+	unsigned firstlineno;
+	const uint8_t *linetable;  /* co_linetable, CPython 3.11+'s location table */
+	size_t linetable_len;
+} wsprof_pycode;
+
+/* The code object of a Python frame's code id, defined before any frame
+ * that uses it was handed out. @return it, or NULL for an unknown id. */
+WSPROF_API const wsprof_pycode *wsprof_trace_pycode(const wsprof_trace *t, uint64_t code);
+
+/* The source line of the instruction a Python frame was at (its
+ * WSPROF_PYFRAME_INSTR), decoded from the code's location table as
+ * CPython's PyCode_Addr2Line does. @return the line, or -1 when the
+ * instruction has none. */
+WSPROF_API int wsprof_pycode_line(const wsprof_pycode *c, uint64_t instr);
+
+/* What the recorder said about a Python interpreter in the process (2.3). */
+typedef struct wsprof_python {
+	int seen;                  /* an interpreter was found (the rest is 0 otherwise) */
+	uint32_t version;          /* PY_VERSION_HEX, 0 when not known */
+	int frames;                /* its Python frames are in the stacks */
+	unsigned objects;          /* enum wsprof_pyobjects */
+	const char *path;          /* the module the interpreter is in */
+	const char *note;          /* why there are no Python frames ("" when there are) */
+} wsprof_python;
+
+/* As read so far: call it once the events are read. */
+WSPROF_API const wsprof_python *wsprof_trace_python(const wsprof_trace *t);
 
 /* The module loaded at addr at this point of the stream.
  * @return the module's path and sets *base to its load bias, or NULL. */

@@ -26,6 +26,7 @@ struct wsp_thread {
 	uint64_t prev_seq, prev_time, prev_addr; /* delta bases of the open segment */
 	struct wsp_stack_cache *cache;
 	struct wsp_unwind_memo *memo; /* the thread's last unwinds (stacks.c) */
+	struct wsp_pythread *py;   /* the thread's Python frames and code cache (python.c) */
 	struct wsp_thread *next;   /* registry link */
 };
 
@@ -112,8 +113,14 @@ uintptr_t wsp_unwinder_address(void);
 /* ips: room for max + WSP_STACK_SLACK addresses. */
 int wsp_stack_capture(struct wsp_thread *t, uintptr_t *ips, int max, uint32_t *id);
 void wsp_stack_remember_id(struct wsp_thread *t, uint32_t id);
+/* Where on the stack each frame of the last wsp_stack_capture keeps its
+ * return address (the i-th frame's own locals lie above slot[i], below
+ * slot[i + 1], below *hi for the last), or NULL when that is not known (a
+ * stack that is not the thread's own, a signal frame, a deep stack). */
+const uintptr_t *const *wsp_stack_slots(struct wsp_thread *t, uintptr_t *hi);
 void wsp_unwind_memo_free(struct wsp_unwind_memo *u);
-/* Intern a stack (innermost first) and append STACK records for new nodes
+/* Intern a stack (innermost first; a Python frame is a WSPROF_PYFRAME_IP
+ * key) and append STACK and PYFRAME records for new nodes
  * at *p. Call inside wsp_event_begin with room for depth * WSP_STACK_RECORD_MAX. */
 uint64_t wsp_stack_intern(struct wsp_thread *t, const uintptr_t *ips, int depth, uint8_t **p);
 void wsp_stacks_reset_after_fork(void);

@@ -21,6 +21,7 @@
 
 #include "core.h"
 #include "format.h"
+#include "python.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -449,13 +450,21 @@ static void record_with_stack(unsigned type, unsigned kind, unsigned op, const v
 	uintptr_t ips[wsp_cfg.stack_depth + WSP_STACK_SLACK];
 	uint32_t known;
 	int depth = wsp_stack_capture(t, ips, (int)wsp_cfg.stack_depth, &known);
+	/* A Python program's stack: its Python frames in their places. */
+	const uintptr_t *frames = ips;
+	int merged = wsp_python_on ? wsp_python_stack(t, ips, depth, &frames) : 0;
+	if (merged) {
+		depth = merged;
+		known = 0; /* the memo knows the native stack alone */
+	}
 	uint8_t *p = wsp_event_begin(t, WSP_EVENT_RECORD_MAX + (size_t)depth * WSP_STACK_RECORD_MAX);
 	if (!p)
 		return;
 	uint64_t stack = known;
 	if (!stack) {
-		stack = wsp_stack_intern(t, ips, depth, &p);
-		wsp_stack_remember_id(t, (uint32_t)stack);
+		stack = wsp_stack_intern(t, frames, depth, &p);
+		if (!merged)
+			wsp_stack_remember_id(t, (uint32_t)stack);
 	}
 	struct wsp_record_mark m;
 	p = wsp_record_open(p, type, WSP_EVENT_RECORD_MAX - 2, &m);

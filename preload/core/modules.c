@@ -26,6 +26,7 @@
 #include "core.h"
 #include "base.h"
 #include "format.h"
+#include "python.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -171,6 +172,7 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	known[nknown++] = (struct known){ info->dlpi_addr, h, true };
 	record_load(info, name);
+	wsp_python_module(info, name);
 	return 0;
 }
 

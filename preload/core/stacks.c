@@ -84,7 +84,7 @@ uintptr_t wsp_unwinder_address(void)
  */
 
 #define MEMO_WAYS 32
-#define MEMO_DEPTH 72
+#define MEMO_DEPTH 80 /* the default depth and wsprof's own frames */
 
 struct memo {
 	uintptr_t frame;            /* wsp_stack_capture's frame address; 0: empty */
@@ -98,6 +98,8 @@ struct memo {
 struct wsp_unwind_memo {
 	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 0: unknown, do not remember */
 	unsigned next, last;        /* the entry to replace next; the one the last capture used */
+	bool last_known;            /* the last capture's is that entry's stack */
+	int last_skip;              /* its frames of wsprof's own */
 	struct memo m[MEMO_WAYS];
 };
 
@@ -164,6 +166,7 @@ __attribute__((no_sanitize("address"))) static void memo_put(struct wsp_unwind_m
 	m->first = first;
 	m->id = 0;
 	u->last = u->next;
+	u->last_known = true;
 	u->next = (u->next + 1) % MEMO_WAYS;
 }
 
@@ -196,18 +199,34 @@ __attribute__((noinline)) int wsp_stack_capture(struct wsp_thread *t, uintptr_t 
 		if (m->id && m->generation == atomic_load(&generation))
 			*id = m->id;
 		u->last = w;
+		u->last_known = skip >= m->first;
+		u->last_skip = skip;
 		return depth;
 	}
 	/* Straight into the caller's array, wsprof's own frames dropped after:
 	 * no second copy on a stack that may be a coroutine's. */
 	int n = unw_backtrace((void **)ips, max + WSP_STACK_SLACK);
-	if (own_stack)
+	int skip = own_frames(ips, n);
+	if (u)
+		u->last_known = false;
+	if (own_stack) {
 		memo_put(u, frame, (uintptr_t)__builtin_return_address(0), (void *const *)ips, n,
 			 (size_t)max + WSP_STACK_SLACK);
-	int skip = own_frames(ips, n);
+		u->last_known = u->last_known && skip >= u->m[u->last].first;
+		u->last_skip = skip;
+	}
 	int depth = n - skip < max ? n - skip : max;
 	memmove(ips, ips + skip, (size_t)depth * sizeof *ips);
 	return depth;
+}
+
+const uintptr_t *const *wsp_stack_slots(struct wsp_thread *t, uintptr_t *hi)
+{
+	struct wsp_unwind_memo *u = t->memo;
+	if (!u || !u->last_known)
+		return NULL;
+	*hi = u->stack_hi;
+	return u->m[u->last].slot + u->last_skip;
 }
 
 void wsp_stack_remember_id(struct wsp_thread *t, uint32_t id)
@@ -271,10 +290,16 @@ static uint32_t tree_node(uint32_t parent, uint64_t ip, uint8_t **p)
 	tree[j] = (struct node_slot){ ip, parent, id };
 	tree_used++;
 	struct wsp_record_mark m;
-	uint8_t *q = wsp_record_open(*p, WSP_REC_STACK, WSP_STACK_RECORD_MAX - 2, &m);
+	bool py = WSPROF_IS_PYFRAME(ip);
+	uint8_t *q = wsp_record_open(*p, py ? WSP_REC_PYFRAME : WSP_REC_STACK, WSP_STACK_RECORD_MAX - 2, &m);
 	q = wsp_put_varint(q, id);
 	q = wsp_put_varint(q, parent);
-	q = wsp_put_varint(q, ip);
+	if (py) {
+		q = wsp_put_varint(q, WSPROF_PYFRAME_CODE(ip));
+		q = wsp_put_varint(q, WSPROF_PYFRAME_INSTR(ip));
+	} else {
+		q = wsp_put_varint(q, ip);
+	}
 	*p = wsp_record_close(q, &m);
 	return id;
 }

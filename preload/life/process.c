@@ -18,6 +18,7 @@
 #include "core.h"
 #include "access.h"
 #include "hooks.h"
+#include "python.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -199,6 +200,7 @@ static void fork_child(void)
 		pid_t parent = wsp_pid;
 		wsp_events_reset_after_fork();
 		wsp_stacks_reset_after_fork();
+		wsp_python_reset_after_fork();
 		wsp_modules_reset();
 		wsp_writer_reset_after_fork();
 		wsp_rescue_reset_after_fork(); /* after the buffers: they ask which are the parent's */

@@ -41,7 +41,8 @@ struct node {
 	uint64_t id, parent, ip;
 };
 
-/* Decode STACK records from [p, end) into out. @return how many. */
+/* Decode STACK and PYFRAME records from [p, end) into out, a Python
+ * frame's ip its key again. @return how many. */
 static size_t decode_nodes(const uint8_t *p, const uint8_t *end, struct node *out, size_t max)
 {
 	struct wsp_cursor c = { p, end, false };
@@ -49,14 +50,16 @@ static size_t decode_nodes(const uint8_t *p, const uint8_t *end, struct node *ou
 	while (c.p < c.end) {
 		uint64_t type = wsp_get_varint(&c), len = wsp_get_varint(&c);
 		cr_assert(!c.bad && len <= (uint64_t)(c.end - c.p), "a well-framed record");
-		cr_assert_eq(type, WSP_REC_STACK, "only STACK records are written");
+		cr_assert(type == WSP_REC_STACK || type == WSP_REC_PYFRAME, "only STACK and PYFRAME records are written");
 		cr_assert_leq(len + 2, WSP_STACK_RECORD_MAX);
 		struct wsp_cursor r = { c.p, c.p + len, false };
 		cr_assert_lt(n, max);
 		out[n].id = wsp_get_varint(&r);
 		out[n].parent = wsp_get_varint(&r);
 		out[n].ip = wsp_get_varint(&r);
-		cr_assert(!r.bad && r.p == r.end, "id, parent, ip and nothing else");
+		if (type == WSP_REC_PYFRAME)
+			out[n].ip = WSPROF_PYFRAME_IP(out[n].ip, wsp_get_varint(&r));
+		cr_assert(!r.bad && r.p == r.end, "id, parent, the frame and nothing else");
 		n++;
 		c.p += len;
 	}
@@ -196,12 +199,31 @@ Test(stacks, same_frame_from_different_callers_are_different_nodes)
 Test(stacks, extreme_ips_round_trip)
 {
 	struct wsp_thread t = { 0 };
-	const uintptr_t ips[] = { UINTPTR_MAX, 0, 1, (uintptr_t)1 << 63 };
+	/* Every address a program has (the top bit is a Python frame's, below). */
+	const uintptr_t ips[] = { ((uintptr_t)1 << 63) - 1, 0, 1, (uintptr_t)1 << 62 };
 	struct node nodes[64];
 	size_t n;
 	uint64_t id = intern(&t, ips, N_OF(ips), nodes, &n);
 	cr_assert_eq(n, 4);
 	expect_chain(nodes, n, id, ips, N_OF(ips));
+	wsp_stack_cache_free(t.cache);
+}
+
+Test(stacks, python_frames_are_pyframe_records_in_the_same_tree)
+{
+	struct wsp_thread t = { 0 };
+	/* A native frame, two Python frames (the largest code id and
+	 * instruction a key holds, and the first), then native ones again. */
+	const uintptr_t ips[] = { 0x1000, WSPROF_PYFRAME_IP((1ull << 39) - 1, 0xffffff), WSPROF_PYFRAME_IP(1, 0), 0x2000,
+				  0x3000 };
+	struct node nodes[64];
+	size_t n;
+	uint64_t id = intern(&t, ips, N_OF(ips), nodes, &n);
+	cr_assert_eq(n, 5);
+	expect_chain(nodes, n, id, ips, N_OF(ips));
+	cr_expect_eq(WSPROF_PYFRAME_CODE(ips[1]), (1ull << 39) - 1);
+	cr_expect_eq(WSPROF_PYFRAME_INSTR(ips[1]), 0xffffff);
+	cr_expect(!WSPROF_IS_PYFRAME(ips[0]) && WSPROF_IS_PYFRAME(ips[2]));
 	wsp_stack_cache_free(t.cache);
 }
 

@@ -1,0 +1,625 @@
+/*
+ * python.c - the Python stack of every event, read from CPython's own
+ * frames in the traced process, and placed in the native stack.
+ *
+ * Detection: a loaded module that exports Py_Version (3.11+) is an
+ * interpreter (the python binary itself, or libpython in any program).
+ * Its layout is pylayout.h's for 3.11 and 3.12 and what _Py_DebugOffsets
+ * says for 3.13; it must agree with the running interpreter's own type
+ * sizes (PyCode_Type, PyUnicode_Type) before anything is read per event.
+ * Anything else is said once, in a PYTHON record, and left alone.
+ *
+ * The walk: the calling thread's own thread state (PyGILState's TLS
+ * lookup, GIL held or not) gives its innermost frame; frames are followed
+ * to their callers. Only the owning thread pushes and pops its frames, so
+ * while it sits in one of our hooks its chain is stable, and a frame holds
+ * its code object alive. Still every pointer is checked (alignment, range,
+ * each code object's type), the depth is capped, a cycle ends the walk:
+ * anything wrong gives the event no Python frames, never a crash.
+ *
+ * Placement: the frames one call of the evaluation loop runs form a block
+ * whose anchor lies on the C stack inside that call's native frame (3.11:
+ * its _PyCFrame; 3.12+: the shim frame it pushes). The unwind memo knows
+ * where each return address sits on the stack, which bounds each native
+ * frame, so each block goes just inside the native frame that holds its
+ * anchor: no symbol names needed (Debian's interpreter is stripped, and
+ * its evaluation loop has cold parts without any).
+ *
+ * Code objects are recorded once (PY_CODE: names, first line, line table)
+ * under an id; the id is kept by the code object's address together with
+ * its qualified name's and line table's addresses, first line and the
+ * name's hash, so a dead code object whose address a new one takes gets a
+ * new id. A per-thread cache answers without a lock; the process-wide
+ * table is under the stack tree's lock, like stack nodes, and for the
+ * same reason (a PY_CODE record precedes every use of its id).
+ *
+ * Reentrancy: runs inside a hook (guard held), before the event's
+ * wsp_event_begin; never calls into Python but for the thread-state
+ * lookup (a TLS read), never allocates but wsprof's own pages.
+ */
+
+#include "python.h"
+#include "pylayout.h"
+#include "format.h"
+
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool wsp_python_on;
+
+static struct wsp_pylayout L;
+static uintptr_t code_type, unicode_type, bytes_type;
+static int (*py_is_initialized)(void);
+static void *(*py_this_thread_state)(void);
+static bool seen; /* an interpreter was found (one per process) */
+
+#define MAX_FRAMES 128      /* Python frames kept per event, innermost first */
+#define MAX_BLOCKS 64
+#define WALK_LIMIT 100000   /* frames looked at, past MAX_FRAMES, for the last block's anchor */
+#define NAME_MAX_BYTES 1024 /* of a qualified name or file name, in UTF-8 */
+#define LINETABLE_MAX (32u << 10)
+#define MERGED_MAX (256 + WSP_STACK_SLACK + MAX_FRAMES)
+
+/* ---- finding the interpreter ---------------------------------------- */
+
+static uint32_t gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+	for (; *s; s++)
+		h = h * 33 + (uint8_t)*s;
+	return h;
+}
+
+/* A symbol a loaded module exports, from its own GNU hash table: no
+ * dlsym (a module loaded RTLD_LOCAL is found too, and nothing allocates). */
+static uintptr_t module_symbol(const struct dl_phdr_info *info, const char *name)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn)
+		return 0;
+	uintptr_t symtab = 0, strtab = 0, hash = 0;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		/* The loader relocates these in place on most machines; not on all. */
+		uintptr_t v = dyn->d_un.d_ptr < info->dlpi_addr ? dyn->d_un.d_ptr + info->dlpi_addr : dyn->d_un.d_ptr;
+		if (dyn->d_tag == DT_SYMTAB)
+			symtab = v;
+		else if (dyn->d_tag == DT_STRTAB)
+			strtab = v;
+		else if (dyn->d_tag == DT_GNU_HASH)
+			hash = v;
+	}
+	if (!symtab || !strtab || !hash)
+		return 0;
+	const uint32_t *h = (const uint32_t *)hash;
+	uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
+	if (!nbuckets)
+		return 0;
+	const uint32_t *buckets = (const uint32_t *)(h + 4 + bloom_size * (sizeof(ElfW(Addr)) / 4));
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t want = gnu_hash(name);
+	uint32_t i = buckets[want % nbuckets];
+	if (i < symoffset)
+		return 0;
+	const ElfW(Sym) *syms = (const ElfW(Sym) *)symtab;
+	for (;; i++) {
+		uint32_t c = chain[i - symoffset];
+		if ((c | 1) == (want | 1) && syms[i].st_shndx != SHN_UNDEF &&
+		    !strcmp((const char *)strtab + syms[i].st_name, name))
+			return info->dlpi_addr + syms[i].st_value;
+		if (c & 1)
+			return 0;
+	}
+}
+
+/* Say what was found, once per process image. */
+static void record_python(unsigned version, bool frames, const char *path, const char *note)
+{
+	struct wsp_thread *t = wsp_thread_self();
+	size_t np = strnlen(path, 4096), nn = strnlen(note, 512);
+	size_t need = WSP_EVENT_RECORD_MAX + np + nn;
+	uint8_t *p = t ? wsp_event_begin(t, need) : NULL;
+	if (!p)
+		return;
+	const char *pm = getenv("PYTHONMALLOC");
+	unsigned objects = pm && (!strcmp(pm, "malloc") || !strcmp(pm, "malloc_debug")) ? WSPROF_PYOBJ_MALLOC
+											  : WSPROF_PYOBJ_ARENAS;
+	struct wsp_record_mark m;
+	p = wsp_record_open(p, WSP_REC_PYTHON, need, &m);
+	p = wsp_event_stamp(t, p);
+	p = wsp_put_varint(p, version);
+	p = wsp_put_varint(p, frames ? 1 : 0);
+	p = wsp_put_varint(p, objects);
+	p = wsp_put_bytes(p, path, np);
+	p = wsp_put_bytes(p, note, nn);
+	wsp_event_end(t, wsp_record_close(p, &m), false);
+}
+
+static inline uint64_t rd64(uintptr_t a)
+{
+	uint64_t v;
+	memcpy(&v, (const void *)a, sizeof v);
+	return v;
+}
+
+/* 3.13+: the offsets the interpreter publishes about itself. */
+static const char *layout_from_debug_offsets(uintptr_t runtime, unsigned version)
+{
+	if (memcmp((const void *)runtime, "xdebugpy", 8) != 0)
+		return "its _PyRuntime does not start with _Py_DebugOffsets";
+	if (rd64(runtime + WSP_PYDBG_VERSION) != version)
+		return "its _Py_DebugOffsets are of another version";
+	if (rd64(runtime + WSP_PYDBG_FREE_THREADED))
+		return "it is a free-threaded build";
+	if (((version >> 16) & 0xff) != 13)
+		return "its layout is newer than this wsprof knows (3.11 to 3.13)";
+	struct wsp_pylayout l = {
+		.minor = 13, .ts_cframe = WSP_PY_NONE, .cframe_frame = WSP_PY_NONE, .cframe_previous = WSP_PY_NONE,
+		.fr_is_entry = WSP_PY_NONE, .co_flags = 48,
+	};
+	l.ts_frame = (uint16_t)rd64(runtime + WSP_PYDBG_TS_CURRENT_FRAME);
+	l.fr_previous = (uint16_t)rd64(runtime + WSP_PYDBG_FR_PREVIOUS);
+	l.fr_code = (uint16_t)rd64(runtime + WSP_PYDBG_FR_EXECUTABLE);
+	l.fr_instr = (uint16_t)rd64(runtime + WSP_PYDBG_FR_INSTR_PTR);
+	l.fr_owner = (uint16_t)rd64(runtime + WSP_PYDBG_FR_OWNER);
+	l.co_filename = (uint16_t)rd64(runtime + WSP_PYDBG_CO_FILENAME);
+	l.co_qualname = (uint16_t)rd64(runtime + WSP_PYDBG_CO_QUALNAME);
+	l.co_linetable = (uint16_t)rd64(runtime + WSP_PYDBG_CO_LINETABLE);
+	l.co_firstlineno = (uint16_t)rd64(runtime + WSP_PYDBG_CO_FIRSTLINENO);
+	l.co_code_adaptive = (uint16_t)rd64(runtime + WSP_PYDBG_CO_CODE_ADAPTIVE);
+	l.bytes_size = (uint16_t)rd64(runtime + WSP_PYDBG_BYTES_OB_SIZE);
+	l.bytes_data = (uint16_t)rd64(runtime + WSP_PYDBG_BYTES_OB_SVAL);
+	l.unicode_size = (uint16_t)rd64(runtime + WSP_PYDBG_STR_SIZE);
+	l.str_state = (uint16_t)rd64(runtime + WSP_PYDBG_STR_STATE);
+	l.str_length = (uint16_t)rd64(runtime + WSP_PYDBG_STR_LENGTH);
+	l.ascii_size = (uint16_t)rd64(runtime + WSP_PYDBG_STR_ASCII_SIZE);
+	l.str_hash = 24;
+	l.compact_size = (uint16_t)(l.ascii_size + 16); /* utf8_length and utf8 follow the ASCII header */
+	L = l;
+	return NULL;
+}
+
+/* tp_basicsize of a type object (PyObject_VAR_HEAD, then tp_name). */
+static uint64_t type_basicsize(uintptr_t type)
+{
+	return rd64(type + 32);
+}
+
+void wsp_python_module(const struct dl_phdr_info *info, const char *path)
+{
+	if (seen)
+		return;
+	uintptr_t ver = module_symbol(info, "Py_Version");
+	if (!ver) {
+		const char *base = strrchr(path, '/');
+		base = base ? base + 1 : path;
+		if (module_symbol(info, "Py_Initialize") && !strncmp(base, "libpython", 9)) {
+			seen = true;
+			record_python(0, false, path, "Python older than 3.11: no Python frames (3.11 or later has them)");
+		}
+		return;
+	}
+	seen = true;
+	unsigned version = *(const uint32_t *)ver;
+	unsigned minor = (version >> 16) & 0xff;
+	uintptr_t runtime = module_symbol(info, "_PyRuntime");
+	code_type = module_symbol(info, "PyCode_Type");
+	unicode_type = module_symbol(info, "PyUnicode_Type");
+	bytes_type = module_symbol(info, "PyBytes_Type");
+	*(void **)&py_is_initialized = (void *)module_symbol(info, "Py_IsInitialized");
+	*(void **)&py_this_thread_state = (void *)module_symbol(info, "PyGILState_GetThisThreadState");
+	const char *why = NULL;
+	char note[256];
+	if (version >> 24 != 3 || minor < 11)
+		why = "its version is not 3.11 or later";
+	else if (!code_type || !unicode_type || !bytes_type || !py_is_initialized || !py_this_thread_state || !runtime)
+		why = "it does not export what the walk needs";
+	else if (minor == 11)
+		L = wsp_pylayout_311;
+	else if (minor == 12)
+		L = wsp_pylayout_312;
+	else
+		why = layout_from_debug_offsets(runtime, version);
+	if (!why && (type_basicsize(code_type) != L.co_code_adaptive || type_basicsize(unicode_type) != L.unicode_size))
+		why = "its objects are not laid out as a release build's (a debug build?)";
+	if (why) {
+		snprintf(note, sizeof note, "Python %u.%u: no Python frames, %s", minor ? 3 : 0, minor, why);
+		record_python(version, false, path, note);
+		return;
+	}
+	record_python(version, true, path, "");
+	wsp_python_on = true;
+}
+
+/* ---- the walk ------------------------------------------------------- */
+
+struct block {
+	int end;          /* its frames are frame[previous block's end .. end) */
+	uintptr_t anchor; /* where on the C stack its evaluation call is; 0: not known */
+};
+
+struct pyframe {
+	uintptr_t code;
+	uint32_t instr;   /* the instruction's offset in code units + 1; 0: before the first */
+	uint32_t id;      /* the code's id, once interned */
+};
+
+struct code_entry {
+	uintptr_t code, qualname, filename, linetable;
+	uint64_t hash;
+	int32_t firstlineno;
+	uint32_t id;      /* 0: empty */
+};
+
+#define THREAD_CODES 512 /* a direct-mapped cache */
+
+struct wsp_pythread {
+	unsigned generation;
+	int nframes, nblocks;
+	struct pyframe frame[MAX_FRAMES];
+	struct block block[MAX_BLOCKS];
+	uintptr_t merged[MERGED_MAX];
+	struct code_entry codes[THREAD_CODES];
+};
+
+static unsigned generation = 1; /* bumped at fork: the child's trace defines its codes again */
+
+static inline bool plausible(uintptr_t p)
+{
+	return p && !(p & 7) && p < ((uintptr_t)1 << 47);
+}
+
+static inline uintptr_t rdp(uintptr_t a, uint16_t off)
+{
+	return (uintptr_t)rd64(a + off);
+}
+
+static bool is_code(uintptr_t code)
+{
+	return plausible(code) && rdp(code, 8) == code_type;
+}
+
+static void push(struct wsp_pythread *py, uintptr_t code, uintptr_t frame)
+{
+	if (py->nframes == MAX_FRAMES)
+		return;
+	uintptr_t first = code + L.co_code_adaptive, instr = rdp(frame, L.fr_instr);
+	uint64_t units = instr >= first ? (instr - first) / 2 + 1 : 0;
+	py->frame[py->nframes++] = (struct pyframe){ code, units > 0xfffffe ? 0xffffff : (uint32_t)units, 0 };
+}
+
+static bool close_block(struct wsp_pythread *py, uintptr_t anchor)
+{
+	int start = py->nblocks ? py->block[py->nblocks - 1].end : 0;
+	if (py->nframes == start)
+		return true;
+	if (py->nblocks == MAX_BLOCKS)
+		return false;
+	py->block[py->nblocks++] = (struct block){ py->nframes, anchor };
+	return true;
+}
+
+/* 3.11: each _PyCFrame is one call of the evaluation loop, its frames
+ * those from its current one out to the one marked is_entry. */
+static bool walk_cframes(struct wsp_pythread *py, uintptr_t ts)
+{
+	uintptr_t cf = rdp(ts, L.ts_cframe);
+	size_t steps = 0;
+	while (plausible(cf)) {
+		uintptr_t f = rdp(cf, L.cframe_frame);
+		if (!f)
+			break; /* the thread state's root _PyCFrame */
+		for (;;) {
+			if (!plausible(f) || ++steps > WALK_LIMIT)
+				return false;
+			uintptr_t code = rdp(f, L.fr_code);
+			if (!is_code(code))
+				return false;
+			push(py, code, f);
+			if (*(const uint8_t *)(f + L.fr_is_entry))
+				break;
+			f = rdp(f, L.fr_previous);
+			if (!f)
+				break;
+		}
+		if (!close_block(py, cf))
+			return false;
+		cf = rdp(cf, L.cframe_previous);
+	}
+	return true;
+}
+
+/* 3.12+: one chain of frames; a call of the evaluation loop from C
+ * pushes a shim frame (owned by the C stack, on it) outside its first. */
+static bool walk_frames(struct wsp_pythread *py, uintptr_t f)
+{
+	uintptr_t tortoise = f;
+	size_t steps = 0, power = 1, lam = 0;
+	while (f) {
+		if (!plausible(f) || ++steps > WALK_LIMIT)
+			return false;
+		if (*(const uint8_t *)(f + L.fr_owner) == WSP_PY_OWNED_BY_CSTACK) {
+			if (!close_block(py, f))
+				return false;
+		} else {
+			uintptr_t code = rdp(f, L.fr_code);
+			if (is_code(code)) {
+				if (L.minor < 13 || !(*(const int32_t *)(code + L.co_flags) & WSP_PY_CO_NO_MONITORING))
+					push(py, code, f);
+			} else if (L.minor < 13) {
+				return false; /* 3.13 frames may run other things than code */
+			}
+		}
+		f = rdp(f, L.fr_previous);
+		if (f == tortoise)
+			return false; /* a cycle */
+		if (++lam == power) {
+			tortoise = f;
+			power *= 2;
+			lam = 0;
+		}
+	}
+	return close_block(py, 0);
+}
+
+static struct wsp_pythread *pythread(struct wsp_thread *t)
+{
+	if (!t->py) {
+		t->py = wsp_pages_alloc(sizeof *t->py);
+		if (t->py)
+			t->py->generation = __atomic_load_n(&generation, __ATOMIC_RELAXED);
+	}
+	return t->py;
+}
+
+/* @return whether the thread runs Python (frames in py), false when not or when the walk gave up. */
+static bool walk(struct wsp_pythread *py)
+{
+	py->nframes = py->nblocks = 0;
+	if (!py_is_initialized())
+		return false;
+	uintptr_t ts = (uintptr_t)py_this_thread_state();
+	if (!plausible(ts))
+		return false;
+	bool ok;
+	if (L.fr_is_entry != WSP_PY_NONE) {
+		ok = walk_cframes(py, ts);
+	} else if (L.ts_frame != WSP_PY_NONE) {
+		ok = walk_frames(py, rdp(ts, L.ts_frame));
+	} else { /* 3.12: the innermost frame is still kept in the _PyCFrame */
+		uintptr_t cf = rdp(ts, L.ts_cframe);
+		ok = plausible(cf) && walk_frames(py, rdp(cf, L.cframe_frame));
+	}
+	return ok && py->nframes > 0;
+}
+
+/* ---- code objects --------------------------------------------------- */
+
+static struct code_entry *table;
+static size_t table_cap, table_used;
+static uint32_t next_code_id;
+
+static void read_key(uintptr_t code, struct code_entry *k)
+{
+	k->code = code;
+	k->qualname = rdp(code, L.co_qualname);
+	k->filename = rdp(code, L.co_filename);
+	k->linetable = rdp(code, L.co_linetable);
+	k->firstlineno = *(const int32_t *)(code + L.co_firstlineno);
+	k->hash = plausible(k->qualname) ? rd64(k->qualname + L.str_hash) : 0;
+}
+
+static bool same_key(const struct code_entry *a, const struct code_entry *b)
+{
+	return a->code == b->code && a->qualname == b->qualname && a->filename == b->filename &&
+	       a->linetable == b->linetable && a->firstlineno == b->firstlineno && a->hash == b->hash;
+}
+
+static size_t code_slot(uintptr_t code, size_t cap)
+{
+	uint64_t h = (uint64_t)code * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 32) & (cap - 1);
+}
+
+/* A str as UTF-8, at most cap bytes (cut at a character). @return its length. */
+static size_t put_str_utf8(uintptr_t s, uint8_t *out, size_t cap)
+{
+	if (!plausible(s) || rdp(s, 8) != unicode_type)
+		return 0;
+	uint32_t state = *(const uint32_t *)(s + L.str_state);
+	int64_t len = (int64_t)rd64(s + L.str_length);
+	bool compact = state & (1u << 5), ascii = state & (1u << 6);
+	unsigned kind = (state >> 2) & 7;
+	if (!compact || len < 0)
+		return 0;
+	if (ascii) {
+		size_t n = (size_t)len < cap ? (size_t)len : cap;
+		memcpy(out, (const void *)(s + L.ascii_size), n);
+		return n;
+	}
+	const uint8_t *d = (const uint8_t *)(s + L.compact_size);
+	size_t n = 0;
+	for (int64_t i = 0; i < len; i++) {
+		uint32_t c = kind == 1 ? d[i] : kind == 2 ? ((const uint16_t *)d)[i] : ((const uint32_t *)d)[i];
+		uint8_t b[4];
+		size_t w;
+		if (c < 0x80)
+			b[0] = (uint8_t)c, w = 1;
+		else if (c < 0x800)
+			b[0] = (uint8_t)(0xc0 | c >> 6), b[1] = (uint8_t)(0x80 | (c & 0x3f)), w = 2;
+		else if (c < 0x10000)
+			b[0] = (uint8_t)(0xe0 | c >> 12), b[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3f)),
+			b[2] = (uint8_t)(0x80 | (c & 0x3f)), w = 3;
+		else
+			b[0] = (uint8_t)(0xf0 | c >> 18), b[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3f)),
+			b[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3f)), b[3] = (uint8_t)(0x80 | (c & 0x3f)), w = 4;
+		if (n + w > cap)
+			break;
+		memcpy(out + n, b, w);
+		n += w;
+	}
+	return n;
+}
+
+static uint8_t *put_string_field(uint8_t *p, uintptr_t s)
+{
+	uint8_t *at = p + 2; /* a length of at most NAME_MAX_BYTES takes two bytes */
+	size_t n = put_str_utf8(s, at, NAME_MAX_BYTES);
+	wsp_put_varint_fixed(p, n, 2);
+	return at + n;
+}
+
+static uint8_t *put_linetable(uint8_t *p, uintptr_t b)
+{
+	size_t n = 0;
+	if (plausible(b) && rdp(b, 8) == bytes_type) {
+		int64_t len = (int64_t)rd64(b + L.bytes_size);
+		n = len < 0 ? 0 : (size_t)len < LINETABLE_MAX ? (size_t)len : LINETABLE_MAX;
+	}
+	return wsp_put_bytes(p, n ? (const void *)(b + L.bytes_data) : "", n);
+}
+
+#define CODE_RECORD_MAX (WSP_EVENT_RECORD_MAX + 2 * (NAME_MAX_BYTES + 2) + LINETABLE_MAX + 8)
+
+static bool table_grow(void)
+{
+	size_t cap = table_cap ? table_cap * 2 : 1024;
+	struct code_entry *n = wsp_pages_alloc(cap * sizeof *n);
+	if (!n)
+		return false;
+	for (size_t i = 0; i < table_cap; i++) {
+		if (!table[i].id)
+			continue;
+		size_t j = code_slot(table[i].code, cap);
+		while (n[j].id)
+			j = (j + 1) & (cap - 1);
+		n[j] = table[i];
+	}
+	wsp_pages_free(table, table_cap * sizeof *table);
+	table = n;
+	table_cap = cap;
+	return true;
+}
+
+/* The id of a code object not in the thread's cache: the process table's,
+ * or a new one, whose PY_CODE record goes into the thread's buffer first.
+ * @return 0 when recording stopped or memory ran out. */
+static uint32_t code_intern(struct wsp_thread *t, const struct code_entry *k)
+{
+	uint8_t *p = wsp_event_begin(t, CODE_RECORD_MAX);
+	if (!p)
+		return 0;
+	uint32_t id = 0;
+	wsp_stacks_lock();
+	if ((table_used + 1) * 2 > table_cap && !table_grow()) {
+		wsp_stacks_unlock();
+		wsp_event_end(t, p, false);
+		return 0;
+	}
+	size_t j = code_slot(k->code, table_cap);
+	for (; table[j].id; j = (j + 1) & (table_cap - 1))
+		if (table[j].code == k->code)
+			break;
+	if (table[j].id && same_key(&table[j], k)) {
+		id = table[j].id;
+	} else {
+		if (!table[j].id)
+			table_used++;
+		id = ++next_code_id; /* a code object in a dead one's place takes the slot */
+		table[j] = *k;
+		table[j].id = id;
+		struct wsp_record_mark m;
+		p = wsp_record_open(p, WSP_REC_PY_CODE, CODE_RECORD_MAX, &m);
+		p = wsp_put_varint(p, id);
+		p = wsp_put_varint(p, (uint64_t)(k->firstlineno > 0 ? k->firstlineno : 0));
+		p = put_string_field(p, k->qualname);
+		p = put_string_field(p, k->filename);
+		p = put_linetable(p, k->linetable);
+		p = wsp_record_close(p, &m);
+	}
+	wsp_stacks_unlock();
+	wsp_event_end(t, p, false);
+	return id;
+}
+
+static bool codes_interned(struct wsp_thread *t, struct wsp_pythread *py)
+{
+	unsigned gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
+	if (py->generation != gen) {
+		memset(py->codes, 0, sizeof py->codes);
+		py->generation = gen;
+	}
+	for (int i = 0; i < py->nframes; i++) {
+		struct code_entry k;
+		read_key(py->frame[i].code, &k);
+		struct code_entry *c = &py->codes[code_slot(k.code, THREAD_CODES)];
+		if (!c->id || !same_key(c, &k)) {
+			uint32_t id = code_intern(t, &k);
+			if (!id)
+				return false;
+			*c = k;
+			c->id = id;
+		}
+		py->frame[i].id = c->id;
+	}
+	return true;
+}
+
+/* ---- placing the blocks --------------------------------------------- */
+
+static int copy_block(struct wsp_pythread *py, int b, int out)
+{
+	int start = b ? py->block[b - 1].end : 0;
+	for (int i = start; i < py->block[b].end && out < MERGED_MAX; i++)
+		py->merged[out++] = WSPROF_PYFRAME_IP(py->frame[i].id, py->frame[i].instr);
+	return out;
+}
+
+int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **merged)
+{
+	struct wsp_pythread *py = pythread(t);
+	uintptr_t hi;
+	const uintptr_t *const *slot = py ? wsp_stack_slots(t, &hi) : NULL;
+	if (!py || !walk(py))
+		return 0;
+	if (!slot || !codes_interned(t, py))
+		return 0;
+	int out = 0, n = 0, b = 0;
+	for (; b < py->nblocks; b++) {
+		uintptr_t a = py->block[b].anchor;
+		int i = n;
+		while (i < depth && !(a > (uintptr_t)slot[i] && a < (i + 1 < depth ? (uintptr_t)slot[i + 1] : hi)))
+			i++;
+		if (i == depth)
+			break; /* not in the stack unwound (past its depth): this block and those outside it go last */
+		for (; n < i && out < MERGED_MAX; n++)
+			py->merged[out++] = ips[n];
+		out = copy_block(py, b, out);
+	}
+	for (; n < depth && out < MERGED_MAX; n++)
+		py->merged[out++] = ips[n];
+	for (; b < py->nblocks; b++)
+		out = copy_block(py, b, out);
+	*merged = py->merged;
+	return out;
+}
+
+void wsp_python_thread_free(struct wsp_pythread *p)
+{
+	if (p)
+		wsp_pages_free(p, sizeof *p);
+}
+
+void wsp_python_reset_after_fork(void)
+{
+	if (table)
+		memset(table, 0, table_cap * sizeof *table);
+	table_used = 0;
+	next_code_id = 0;
+	__atomic_fetch_add(&generation, 1, __ATOMIC_RELAXED);
+	seen = false; /* the child's trace says again what runs it */
+}

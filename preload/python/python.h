@@ -1,0 +1,34 @@
+/*
+ * python.h - Python stacks, recorded from inside the interpreter's own
+ * process (python.c), merged into the native stacks of events.
+ */
+#ifndef WSP_PYTHON_H
+#define WSP_PYTHON_H
+
+#include "core.h"
+
+#include <link.h>
+
+/* A module was loaded (modules.c, under the module lock): if it is a
+ * CPython of a known layout, Python stacks are recorded from now on, and
+ * a PYTHON record says so (or says why not). */
+void wsp_python_module(const struct dl_phdr_info *info, const char *path);
+
+/* Set once an interpreter whose layout validated is loaded. */
+extern bool wsp_python_on;
+
+/* The calling thread's Python frames merged into its native stack
+ * ips[0..depth) (innermost first, just unwound by wsp_stack_capture):
+ * each Python frame, as a key for wsp_stack_intern (WSPROF_PYFRAME_IP),
+ * just inside the native evaluation frame that runs it. New code objects
+ * are recorded first (PY_CODE records), so call before wsp_event_begin.
+ * @return the merged depth, with *merged the frames (the thread's own
+ * memory, valid until its next event), or 0: no Python frames (none
+ * running, or the walk gave up); ips stands as it is. */
+int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **merged);
+
+/* The thread's Python state (the code cache), freed with its entry. */
+void wsp_python_thread_free(struct wsp_pythread *p);
+void wsp_python_reset_after_fork(void);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * pycode.h - the Python code objects of a trace (PY_CODE records), kept
+ * by id for the reader, and their location tables decoded.
+ *
+ * The table is written by the reader's decoding side and read by its
+ * caller: entries never move once made (pages of entries under a fixed
+ * directory), and an id is handed out only after its record was decoded,
+ * so the caller reads entries the decoding side no longer touches.
+ */
+#ifndef WSP_PYCODE_H
+#define WSP_PYCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wsprof/trace.h"
+
+#define WSP_PYCODE_PAGE 1024
+#define WSP_PYCODE_PAGES 16384 /* 16 M code objects at most */
+
+struct wsp_pycodes {
+	wsprof_pycode *page[WSP_PYCODE_PAGES];
+};
+
+/* Keep a code object (the strings and table copied).
+ * @return 0, -ENOMEM, or WSPROF_E_CORRUPT for an id out of range. */
+int wsp_pycodes_add(struct wsp_pycodes *c, uint64_t id, uint64_t firstlineno, const uint8_t *qualname, size_t qn,
+		    const uint8_t *filename, size_t fn, const uint8_t *linetable, size_t ln);
+const wsprof_pycode *wsp_pycodes_get(const struct wsp_pycodes *c, uint64_t id);
+void wsp_pycodes_free(struct wsp_pycodes *c);
+
+#endif
