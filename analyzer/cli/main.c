@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,6 +48,41 @@ static int run_module(const char *name, int argc, char **argv)
 	return run(name, argc, argv);
 }
 
+/* --stacks python|native|merged, which every report that shows stacks
+ * takes: taken out of argv here and handed to them as WSPROF_STACKS
+ * (symbols.h). @return 0, or 2 after a one-line error. */
+static int take_stacks_option(int *argc, char **argv)
+{
+	for (int i = 1; i < *argc; i++) {
+		const char *v = NULL;
+		int used = 0;
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--stacks")) {
+			if (i + 1 >= *argc) {
+				fprintf(stderr, "wsprof: --stacks needs a value: python, native or merged\n");
+				return 2;
+			}
+			v = argv[i + 1];
+			used = 2;
+		} else if (!strncmp(argv[i], "--stacks=", 9)) {
+			v = argv[i] + 9;
+			used = 1;
+		} else {
+			continue;
+		}
+		if (wsp_stack_view_parse(v) <= 0) {
+			fprintf(stderr, "wsprof: unknown --stacks '%s': use python, native or merged\n", v);
+			return 2;
+		}
+		setenv("WSPROF_STACKS", v, 1);
+		memmove(&argv[i], &argv[i + used], (size_t)(*argc - i - used + 1) * sizeof *argv);
+		*argc -= used;
+		i--;
+	}
+	return 0;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: wsprof record [OPTIONS] [--] PROGRAM [ARGS...]\n"
@@ -54,7 +90,11 @@ static void usage(FILE *out)
 		     "       wsprof report REPORT [OPTIONS] TRACE\n"
 		     "       wsprof export --perfetto -o trace.json TRACE   (for ui.perfetto.dev, chrome://tracing)\n"
 		     "       wsprof symbolize TRACE   (names kept beside it: reports name frames on any machine)\n"
-		     "       wsprof --version\n\nreports:\n");
+		     "       wsprof --version\n\n"
+		     "Stacks of Python programs: Python frames in place of the interpreter's, each allocation at the\n"
+		     "innermost line of the program's own code; any report takes --stacks python (Python frames\n"
+		     "alone), native (native frames alone) or merged (the whole stack, sited at its first frame).\n\n"
+		     "reports:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		if (commands[i].help)
 			fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
@@ -83,6 +123,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return wsp_cmd_record(argc - 1, argv + 1);
+	if ((!strcmp(argv[1], "report") || !strcmp(argv[1], "export")) && take_stacks_option(&argc, argv))
+		return 2;
 	if (!strcmp(argv[1], "export") || !strcmp(argv[1], "symbolize"))
 		return run_module(argv[1], argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report") && argc >= 3) {

@@ -597,10 +597,17 @@ static const char *node_label(const struct wsp_flame *f, uint32_t node)
 }
 
 /* flamegraph.pl's "hot" palette, from the label's hash; lighter in green
- * than the original so that black text stays readable on every box. */
+ * than the original so that black text stays readable on every box.
+ * Python frames ("py ..." labels) are blue instead. */
 static void node_colour(const struct wsp_flame *f, uint32_t node, unsigned rgb[3])
 {
 	uint64_t hash = node == ROOT ? hash_text("all") : f->labels[f->nodes[node].label].hash;
+	if (node != ROOT && !strncmp(label_text(f, node), "py ", 3)) {
+		rgb[0] = 90 + (unsigned)(hash % 60);
+		rgb[1] = 170 + (unsigned)((hash >> 16) % 50);
+		rgb[2] = 215 + (unsigned)((hash >> 32) % 41);
+		return;
+	}
 	rgb[0] = 205 + (unsigned)(hash % 51);
 	rgb[1] = 80 + (unsigned)((hash >> 16) % 151);
 	rgb[2] = (unsigned)((hash >> 32) % 56);
@@ -895,9 +902,14 @@ int wsp_flame_draw_page(const struct wsp_flame *f, const struct wsp_flame_svg_op
 	cairo_save(cr);
 	err = layout_walk(&pg.lay, page_frame, &pg);
 	cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
+	bool python = false;
+	for (size_t i = 0; i < f->nlabels && !python; i++)
+		python = !strncmp(f->text + f->labels[i].text, "py ", 3);
 	wsp_text(cr, WSP_MARGIN, pg.bottom + 13, 8, false, WSP_LEFT,
-		 "Each box is a function, as wide as its share; the boxes on it are the functions it called, "
-		 "and \"all\" at the bottom is everything.");
+		 python ? "Each box is a function (blue: a line of Python), as wide as its share; the boxes on it are "
+			  "the ones it called, and \"all\" at the bottom is everything."
+			: "Each box is a function, as wide as its share; the boxes on it are the functions it called, "
+			  "and \"all\" at the bottom is everything.");
 	if (!err)
 		err = pg.err;
 	if (!err)

@@ -42,11 +42,13 @@ static uint64_t value_of(const struct wsp_site_stats *s, enum wsp_flame_metric m
 	return wsp_site_figure(s, figure[m]);
 }
 
-/* A flame frame is a function (or module+offset), not a line: a function
- * calling malloc from two lines is one box. */
+/* A native flame frame is a function (or module+offset), not a line: a
+ * function calling malloc from two lines is one box. A Python frame is
+ * its line ("py train (train.py:42)"), as Python profilers show them: the
+ * script's lines are what its author reads. */
 static const char *frame_text(const struct wsp_frame *f, char *buf, size_t cap)
 {
-	if (f->function)
+	if (f->function && !f->python)
 		return f->function;
 	return wsp_frame_label(f, buf, cap);
 }

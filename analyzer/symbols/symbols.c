@@ -144,14 +144,7 @@ struct wsp_syms *wsp_syms_new(FILE *warn)
 	return s;
 }
 
-int wsp_stack_view_parse(const char *v)
-{
-	static const char *const names[] = { "default", "merged", "python", "native" };
-	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-		if (!strcmp(v, names[i]))
-			return (int)i;
-	return -1;
-}
+
 
 /* The Debian package that installed path, from dpkg's file lists (no
  * program run); "" when none says so. Read only when names are missing. */
@@ -1321,10 +1314,10 @@ static bool view_keeps(enum wsp_stack_view view, struct view_walk *w, const stru
 		w->python_seen = true;
 		return view != WSP_STACKS_NATIVE;
 	}
+	if (view == WSP_STACKS_PYTHON) /* of a stack with Python frames */
+		return false;
 	if (view == WSP_STACKS_NATIVE || !w->python_seen)
 		return true;
-	if (view == WSP_STACKS_PYTHON)
-		return false;
 	if (after) {
 		w->interp = e->mod;
 		return false;

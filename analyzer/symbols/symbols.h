@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "wsprof/trace.h"
 
@@ -44,8 +45,15 @@ struct wsp_frame {
  * frame; PYTHON its Python frames alone (a stack without any: its native
  * ones); NATIVE its native frames alone, as recorded. */
 enum wsp_stack_view { WSP_STACKS_DEFAULT, WSP_STACKS_MERGED, WSP_STACKS_PYTHON, WSP_STACKS_NATIVE };
-/* @return the view named s ("merged", "python", "native"), or -1. */
-int wsp_stack_view_parse(const char *s);
+/* @return the view named v ("merged", "python", "native"; "default"), or -1. */
+static inline int wsp_stack_view_parse(const char *v)
+{
+	static const char *const names[] = { "default", "merged", "python", "native" };
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (!strcmp(v, names[i]))
+			return (int)i;
+	return -1;
+}
 
 struct wsp_syms;
 

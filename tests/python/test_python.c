@@ -1,0 +1,403 @@
+/*
+ * test_python.c - Python programs under `wsprof record`: each allocation
+ * of known.py at its function's qualified name and the exact line of its
+ * "#@NAME" marker, on every CPython 3.11+ found here (Debian's
+ * /usr/bin/python3, which ./dev.sh installs, and pyenv's when present);
+ * the recorder's line tables decoded as CPython's own PyCode_Addr2Line
+ * says (linetables.py); interpreters it cannot read (an older Python, a
+ * library whose layout does not validate) run unchanged, and the summary
+ * says why there are no Python frames.
+ */
+#include "harness.h"
+
+#include "wsprof/trace.h"
+
+#include <criterion/criterion.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+TestSuite(python, .fini = wt_cleanup, .timeout = 240);
+
+#define BASE 7340000 /* known.py's sizes: BASE + k */
+
+/* The CPython 3.11+ interpreters of this machine. @return how many (paths malloc'd). */
+static size_t pythons(char *out[], size_t max)
+{
+	size_t n = 0;
+	if (access("/usr/bin/python3", X_OK) == 0)
+		out[n++] = strdup("/usr/bin/python3");
+	glob_t g;
+	const char *home = getenv("HOME");
+	char pattern[4096];
+	snprintf(pattern, sizeof pattern, "%s/.pyenv/versions/3.1[1-9]*/bin/python3", home ? home : "/root");
+	if (glob(pattern, 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc && n < max; i++)
+			out[n++] = strdup(g.gl_pathv[i]);
+		globfree(&g);
+	}
+	return n;
+}
+
+static char *source(const char *name)
+{
+	return wt_path(getenv("WSPROF_SOURCE_ROOT"), "tests/python/%s", name);
+}
+
+/* The line of known.py holding "#@name". */
+static int marker_line(const char *script, const char *name)
+{
+	char *text = wt_read_file(script, NULL);
+	cr_assert(text, "cannot read %s", script);
+	char want[128];
+	snprintf(want, sizeof want, "#@%s\n", name);
+	int line = 1;
+	for (const char *p = text; *p; p++) {
+		if (*p == '\n') {
+			line++;
+		} else if (*p == '#' && !strncmp(p, want, strlen(want))) {
+			free(text);
+			return line;
+		}
+	}
+	free(text);
+	cr_assert_fail("no marker #@%s in %s", name, script);
+	return 0;
+}
+
+/* A Python frame of an allocation: what the trace says of it. */
+struct pyframe {
+	char name[128], file[256];
+	int line;
+};
+
+struct seen {
+	uint64_t size;
+	unsigned kind;
+	size_t nframes, npython;
+	struct pyframe py[4]; /* the innermost Python frames */
+	unsigned count;       /* allocations of this size */
+};
+
+struct reading {
+	struct seen *v;
+	size_t n, cap;
+	const wsprof_python *python;
+	wsprof_trace *t;
+};
+
+static void note(struct reading *r, const wsprof_trace *t, const wsprof_event *ev)
+{
+	uint64_t ips[1024];
+	size_t depth = wsprof_trace_stack(t, ev->stack, ips, 1024);
+	struct seen s = { .size = ev->size, .kind = ev->kind, .nframes = depth, .count = 1 };
+	for (size_t i = 0; i < depth && i < 1024; i++) {
+		if (!WSPROF_IS_PYFRAME(ips[i]))
+			continue;
+		const wsprof_pycode *c = wsprof_trace_pycode(t, WSPROF_PYFRAME_CODE(ips[i]));
+		if (s.npython < 4) {
+			struct pyframe *f = &s.py[s.npython];
+			snprintf(f->name, sizeof f->name, "%s", c ? c->qualname : "?");
+			snprintf(f->file, sizeof f->file, "%s", c ? c->filename : "?");
+			f->line = wsprof_pycode_line(c, WSPROF_PYFRAME_INSTR(ips[i]));
+		}
+		s.npython++;
+	}
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 256;
+		r->v = realloc(r->v, r->cap * sizeof *r->v);
+		cr_assert(r->v);
+	}
+	r->v[r->n++] = s;
+}
+
+/* Every allocation of a trace, with its innermost Python frames. */
+static void read_trace(struct reading *r, const char *path)
+{
+	memset(r, 0, sizeof *r);
+	cr_assert_eq(wsprof_trace_open(path, &r->t), 0, "cannot open %s", path);
+	wsprof_event ev;
+	while (wsprof_trace_next(r->t, &ev) > 0)
+		if (ev.type == WSPROF_EV_ALLOC)
+			note(r, r->t, &ev);
+	r->python = wsprof_trace_python(r->t);
+}
+
+static void reading_free(struct reading *r)
+{
+	free(r->v);
+	wsprof_trace_close(r->t);
+}
+
+static const struct seen *of_size(const struct reading *r, uint64_t size)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->v[i].size == size && r->v[i].kind == WSPROF_KIND_HEAP)
+			return &r->v[i];
+	return NULL;
+}
+
+/* The allocation of `size` has `name` at `line` as its innermost Python frame. */
+static const struct seen *expect_at(const struct reading *r, const char *py, uint64_t size, const char *name,
+				    const char *file_end, int line)
+{
+	const struct seen *s = of_size(r, size);
+	cr_expect(s, "%s: no allocation of %llu bytes recorded", py, (unsigned long long)size);
+	if (!s)
+		return NULL;
+	cr_expect_gt(s->npython, 0, "%s: the allocation of %llu bytes (%s) has no Python frames", py,
+		     (unsigned long long)size, name);
+	if (!s->npython)
+		return s;
+	const struct pyframe *f = &s->py[0];
+	size_t fl = strlen(f->file), el = strlen(file_end);
+	cr_expect_str_eq(f->name, name, "%s: %llu bytes at %s, not %s", py, (unsigned long long)size, f->name, name);
+	cr_expect(fl >= el && !strcmp(f->file + fl - el, file_end), "%s: %s is in %s, not %s", py, name, f->file,
+		  file_end);
+	cr_expect_eq(f->line, line, "%s: %s allocates at line %d, the trace says %d", py, name, line, f->line);
+	return s;
+}
+
+static void record_known(const char *py, const char *const env[], struct wt_recording *rec, char **script)
+{
+	memset(rec, 0, sizeof *rec);
+	rec->dir = wt_test_dir();
+	rec->trace = wt_path(rec->dir, "t.wsp");
+	rec->expect_path = wt_path(rec->dir, "expect.json");
+	*script = source("known.py");
+	char base[32];
+	snprintf(base, sizeof base, "%d", BASE);
+	const char *argv[24];
+	size_t n = 0;
+	if (env && env[0])
+		argv[n++] = "/usr/bin/env";
+	for (size_t i = 0; env && env[i]; i++)
+		argv[n++] = env[i];
+	const char *rest[] = { wt_wsprof(), "record", "-o", rec->trace, "--", py, *script, rec->expect_path, base, NULL };
+	for (size_t i = 0; rest[i]; i++)
+		argv[n++] = rest[i];
+	argv[n] = NULL;
+	cr_assert_eq(wt_run(&rec->run, argv), 0);
+	wt_assert_status(&rec->run, 0, py);
+	cr_expect(strstr(rec->run.out, "known.py done"), "%s: known.py did not finish: %s", py, rec->run.out);
+	rec->expect = wt_json_load(rec->expect_path);
+}
+
+static void check_known(const char *py)
+{
+	struct wt_recording rec;
+	char *script;
+	record_known(py, NULL, &rec, &script);
+	struct reading r;
+	read_trace(&r, rec.trace);
+	cr_assert(r.python->seen && r.python->frames, "%s: the trace has no Python frames: %s", py,
+		  r.python->note ? r.python->note : "no PYTHON record");
+
+	const struct seen *s = expect_at(&r, py, BASE + 0, "plain", "known.py", marker_line(script, "plain"));
+	if (s && s->npython >= 2) {
+		cr_expect_str_eq(s->py[1].name, "<module>", "%s: plain is called from <module>", py);
+		cr_expect_eq(s->py[1].line, marker_line(script, "module_plain"), "%s: <module> calls plain there", py);
+	}
+	expect_at(&r, py, BASE + 1, "Holder.method", "known.py", marker_line(script, "method"));
+	expect_at(&r, py, BASE + 2, "generator", "known.py", marker_line(script, "generator"));
+	s = expect_at(&r, py, BASE + 3, "deep", "known.py", marker_line(script, "deep"));
+	if (s)
+		cr_expect(s->npython >= 64 && s->npython <= 300,
+			  "%s: 301 frames deep, the stack keeps its innermost ones up to the cap, not %zu", py, s->npython);
+	expect_at(&r, py, BASE + 4, "on_thread", "known.py", marker_line(script, "on_thread"));
+	for (int i = 0; i < 40; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "made_%d", i);
+		expect_at(&r, py, BASE + 1000 + i, name, "<string>", 2);
+	}
+
+	/* 20,000 small objects in one function: pymalloc's arenas (mmap) opened there. */
+	int line = marker_line(script, "small_objects");
+	uint64_t arena_bytes = 0;
+	for (size_t i = 0; i < r.n; i++)
+		if (r.v[i].kind == WSPROF_KIND_MMAP && r.v[i].npython && !strcmp(r.v[i].py[0].name, "small_objects") &&
+		    r.v[i].py[0].line == line)
+			arena_bytes += r.v[i].size;
+	cr_expect_geq(arena_bytes, 1u << 20, "%s: 20,000 objects of ~110 bytes, %llu bytes of arenas at small_objects", py,
+		      (unsigned long long)arena_bytes);
+	reading_free(&r);
+
+	/* The forked child's own trace. */
+	char *child = wt_path(rec.dir, "t.wsp.%llu", (unsigned long long)wt_u64(rec.expect, "child_pid"));
+	read_trace(&r, child);
+	cr_expect(r.python->seen && r.python->frames, "%s: the child's trace has no Python frames", py);
+	expect_at(&r, py, BASE + 2000, "child", "known.py", marker_line(script, "child"));
+	reading_free(&r);
+
+	/* What a user reads: the sites are the lines. */
+	char label[512];
+	struct wt_result cs;
+	const char *argv[] = { wt_wsprof(), "report", "callsites", "--top", "0", rec.trace, NULL };
+	cr_assert_eq(wt_run(&cs, argv), 0);
+	wt_assert_status(&cs, 0, "wsprof report callsites");
+	snprintf(label, sizeof label, "py Holder.method (known.py:%d)", marker_line(script, "method"));
+	cr_expect(strstr(cs.out, label), "%s: callsites does not show %s:\n%s", py, label, cs.out);
+	wt_result_free(&cs);
+	free(child);
+	free(script);
+	wt_recording_free(&rec);
+}
+
+Test(python, each_allocation_at_its_function_and_line)
+{
+	char *py[16];
+	size_t n = pythons(py, 16);
+	if (!n)
+		cr_skip_test("no CPython 3.11+ here (./dev.sh installs python3)");
+	for (size_t i = 0; i < n; i++) {
+		check_known(py[i]);
+		free(py[i]);
+	}
+}
+
+Test(python, every_object_with_pythonmalloc_malloc)
+{
+	char *py[16];
+	size_t n = pythons(py, 16);
+	if (!n)
+		cr_skip_test("no CPython 3.11+ here");
+	struct wt_recording rec;
+	char *script;
+	record_known(py[0], (const char *[]){ "PYTHONMALLOC=malloc", NULL }, &rec, &script);
+	struct reading r;
+	read_trace(&r, rec.trace);
+	cr_expect_eq(r.python->objects, WSPROF_PYOBJ_MALLOC, "the PYTHON record says objects are malloc'd");
+	int line = marker_line(script, "small_objects");
+	size_t objects = 0;
+	for (size_t i = 0; i < r.n; i++)
+		objects += r.v[i].kind == WSPROF_KIND_HEAP && r.v[i].npython && r.v[i].size <= 512 &&
+			   !strcmp(r.v[i].py[0].name, "small_objects") && r.v[i].py[0].line == line;
+	cr_expect_geq(objects, 20000, "20,000 tuples (and their strings) each a malloc at small_objects, got %zu", objects);
+	reading_free(&r);
+	free(script);
+	wt_recording_free(&rec);
+	for (size_t i = 0; i < n; i++)
+		free(py[i]);
+}
+
+/* linetables.py prints, for code objects of the interpreter's own library,
+ * "firstlineno hex-linetable line line ..." (PyCode_Addr2Line of every
+ * instruction); each line must be what wsprof_pycode_line decodes. */
+Test(python, lines_are_pycode_addr2line)
+{
+	char *py[16];
+	size_t n = pythons(py, 16);
+	if (!n)
+		cr_skip_test("no CPython 3.11+ here");
+	char *script = source("linetables.py");
+	for (size_t k = 0; k < n; k++) {
+		struct wt_result res;
+		const char *argv[] = { py[k], script, NULL };
+		cr_assert_eq(wt_run(&res, argv), 0);
+		wt_assert_status(&res, 0, "linetables.py");
+		size_t codes = 0, checked = 0;
+		for (char *line = strtok(res.out, "\n"); line; line = strtok(NULL, "\n")) {
+			char *p = line;
+			unsigned first = (unsigned)strtoul(p, &p, 10);
+			while (*p == ' ')
+				p++;
+			size_t hexlen = strcspn(p, " ");
+			uint8_t *table = malloc(hexlen / 2 + 1);
+			for (size_t i = 0; i + 1 < hexlen; i += 2) {
+				unsigned b;
+				sscanf(p + i, "%2x", &b);
+				table[i / 2] = (uint8_t)b;
+			}
+			p += hexlen;
+			wsprof_pycode c = { "code", "file", first, table, hexlen / 2 };
+			for (uint64_t instr = 1; *p; instr++) {
+				long want = strtol(p, &p, 10);
+				cr_assert_eq(wsprof_pycode_line(&c, instr), want,
+					     "%s: code at line %u, instruction %llu: PyCode_Addr2Line says %ld, wsprof %d",
+					     py[k], first, (unsigned long long)(instr - 1), want, wsprof_pycode_line(&c, instr));
+				checked++;
+				while (*p == ' ')
+					p++;
+			}
+			cr_assert_eq(wsprof_pycode_line(&c, 0), (int)first, "before its first instruction: the first line");
+			free(table);
+			codes++;
+		}
+		cr_expect_gt(codes, 1000, "%s: linetables.py gave %zu code objects", py[k], codes);
+		cr_log_info("%s: %zu instructions of %zu code objects", py[k], checked, codes);
+		wt_result_free(&res);
+		free(py[k]);
+	}
+	free(script);
+}
+
+/* A program that loads something exporting CPython's names whose layout
+ * does not validate: no Python frames, one line saying why, and the
+ * program's own output and books as without wsprof. */
+Test(python, a_layout_that_does_not_validate_is_left_alone)
+{
+	char *prog = wt_prog("embeds_fake"), *lib = wt_prog("libfakepython.so");
+	struct wt_result plain;
+	cr_assert_eq(wt_run(&plain, (const char *[]){ prog, lib, NULL }), 0);
+	wt_assert_status(&plain, 0, "embeds_fake");
+	const char *dir = wt_test_dir();
+	char *trace = wt_path(dir, "fake.wsp");
+	struct wt_result traced;
+	cr_assert_eq(wt_run(&traced, (const char *[]){ wt_wsprof(), "record", "-o", trace, "--", prog, lib, NULL }), 0);
+	wt_assert_status(&traced, 0, "wsprof record embeds_fake");
+	cr_expect_str_eq(traced.out, plain.out, "the program prints the same under wsprof");
+
+	struct reading r;
+	read_trace(&r, trace);
+	cr_expect(r.python->seen && !r.python->frames, "the fake interpreter is found and refused");
+	cr_expect(r.python->note && strstr(r.python->note, "not laid out"), "it says why: %s", r.python->note);
+	size_t blocks = 0;
+	for (size_t i = 0; i < r.n; i++) {
+		blocks += r.v[i].kind == WSPROF_KIND_HEAP && r.v[i].size % 100 == 0 && r.v[i].size <= 10000 && r.v[i].size;
+		cr_expect_eq(r.v[i].npython, 0, "no Python frames from a layout that did not validate");
+	}
+	cr_expect_geq(blocks, 100, "its 100 blocks are recorded as ever");
+	reading_free(&r);
+
+	struct wt_result sum;
+	cr_assert_eq(wt_run(&sum, (const char *[]){ wt_wsprof(), "report", "summary", trace, NULL }), 0);
+	cr_expect(strstr(sum.out, "python    3.11.2 (libfakepython.so): no Python frames, its objects are not laid out"),
+		  "the summary says it in one line:\n%s", sum.out);
+	wt_result_free(&sum);
+	wt_result_free(&traced);
+	wt_result_free(&plain);
+	free(trace);
+	free(prog);
+	free(lib);
+}
+
+/* CPython before 3.11 (pyenv's, when there is one): it runs as it does
+ * without wsprof, and the summary says there are no Python frames. */
+Test(python, an_older_python_runs_unchanged)
+{
+	glob_t g;
+	const char *home = getenv("HOME");
+	char pattern[4096];
+	snprintf(pattern, sizeof pattern, "%s/.pyenv/versions/3.10*/bin/python3", home ? home : "/root");
+	if (glob(pattern, 0, NULL, &g) != 0)
+		cr_skip_test("no CPython 3.10 here (pyenv)");
+	const char *py = g.gl_pathv[0];
+	const char *code = "import json; print(json.dumps(sorted({str(i): i for i in range(1000)}.items())[:3]))";
+	struct wt_result plain, traced, sum;
+	cr_assert_eq(wt_run(&plain, (const char *[]){ py, "-c", code, NULL }), 0);
+	char *trace = wt_path(wt_test_dir(), "old.wsp");
+	cr_assert_eq(wt_run(&traced, (const char *[]){ wt_wsprof(), "record", "-o", trace, "--", py, "-c", code, NULL }), 0);
+	wt_assert_status(&traced, 0, py);
+	cr_expect_str_eq(traced.out, plain.out, "%s prints the same under wsprof", py);
+	cr_assert_eq(wt_run(&sum, (const char *[]){ wt_wsprof(), "report", "summary", trace, NULL }), 0);
+	cr_expect(strstr(sum.out, "python    older than 3.11 (libpython3.10") &&
+			  strstr(sum.out, "no Python frames (3.11 or later has them)"),
+		  "the summary says why there are no Python frames:\n%s", sum.out);
+	wt_result_free(&sum);
+	wt_result_free(&traced);
+	wt_result_free(&plain);
+	free(trace);
+	globfree(&g);
+}
