@@ -145,6 +145,8 @@ struct wsp_config {
 				 * for writes per window at most (0: none), default 262144 per 100 ms */
 	unsigned sample_bytes; /* WSPROF_SAMPLE_BYTES: mean bytes between sampled heap allocations; 0: all */
 	unsigned sample_seed; /* WSPROF_SAMPLE_SEED: fixes the sampling gaps (tests); 0: from the clock */
+	bool python;          /* WSPROF_PYTHON: record Python frames of a CPython 3.11+ (default 1) */
+	bool python_objects;  /* WSPROF_PYTHON_OBJECTS: each small Python object a pool block (default 0) */
 };
 
 /* What the access sampler has (WSPROF_SOURCE_* of include/wsprof/trace.h)

@@ -104,4 +104,6 @@ void wsp_config_load(void)
 	uint64_t release = (uint64_t)wsp_cfg.window_ms * 262144u / 100u;
 	wsp_cfg.release_pages = env_uint("WSPROF_RELEASE_PAGES", 0, 1u << 24, release < (1u << 24) ? (unsigned)release : 1u << 24);
 	wsp_cfg.sample_seed = env_uint("WSPROF_SAMPLE_SEED", 0, UINT_MAX, 0);
+	wsp_cfg.python = env_uint("WSPROF_PYTHON", 0, 1, 1) != 0;
+	wsp_cfg.python_objects = env_uint("WSPROF_PYTHON_OBJECTS", 0, 1, 0) != 0;
 }

@@ -25,6 +25,7 @@ struct wsp_thread {
 	bool dead;                 /* the thread exited; the entry may be reused */
 	uint64_t prev_seq, prev_time, prev_addr; /* delta bases of the open segment */
 	struct wsp_stack_cache *cache;
+	struct wsp_stack_path *path; /* the last stack interned (stacks.c) */
 	struct wsp_unwind_memo *memo; /* the thread's last unwinds (stacks.c) */
 	struct wsp_pythread *py;   /* the thread's Python frames and code cache (python.c) */
 	struct wsp_thread *next;   /* registry link */
@@ -118,6 +119,9 @@ void wsp_stack_remember_id(struct wsp_thread *t, uint32_t id);
  * slot[i + 1], below *hi for the last), or NULL when that is not known (a
  * stack that is not the thread's own, a signal frame, a deep stack). */
 const uintptr_t *const *wsp_stack_slots(struct wsp_thread *t, uintptr_t *hi);
+/* A number for the last capture's native stack that the thread gives no
+ * other stack (while its memo keeps it), or 0 when not known. */
+uint32_t wsp_stack_serial(struct wsp_thread *t);
 void wsp_unwind_memo_free(struct wsp_unwind_memo *u);
 /* Intern a stack (innermost first; a Python frame is a WSPROF_PYFRAME_IP
  * key) and append STACK and PYFRAME records for new nodes
@@ -127,6 +131,7 @@ void wsp_stacks_reset_after_fork(void);
 void wsp_stacks_lock(void);
 void wsp_stacks_unlock(void);
 void wsp_stack_cache_free(struct wsp_stack_cache *c);
+void wsp_stack_path_free(struct wsp_stack_path *p);
 
 /* How the process is ending (enum wsprof_ending), for the footer: set by
  * exit, _exit and fatal signals (process.c, signals.c). */

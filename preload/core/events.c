@@ -452,10 +452,11 @@ static void record_with_stack(unsigned type, unsigned kind, unsigned op, const v
 	int depth = wsp_stack_capture(t, ips, (int)wsp_cfg.stack_depth, &known);
 	/* A Python program's stack: its Python frames in their places. */
 	const uintptr_t *frames = ips;
-	int merged = wsp_python_on ? wsp_python_stack(t, ips, depth, &frames) : 0;
+	uint32_t known_merged = 0;
+	int merged = wsp_python_on ? wsp_python_stack(t, ips, depth, &frames, &known_merged) : 0;
 	if (merged) {
-		depth = merged;
-		known = 0; /* the memo knows the native stack alone */
+		depth = known_merged ? 0 : merged;
+		known = known_merged; /* the memo knows the native stack alone */
 	}
 	uint8_t *p = wsp_event_begin(t, WSP_EVENT_RECORD_MAX + (size_t)depth * WSP_STACK_RECORD_MAX);
 	if (!p)
@@ -463,7 +464,9 @@ static void record_with_stack(unsigned type, unsigned kind, unsigned op, const v
 	uint64_t stack = known;
 	if (!stack) {
 		stack = wsp_stack_intern(t, frames, depth, &p);
-		if (!merged)
+		if (merged)
+			wsp_python_remember(t, (uint32_t)stack);
+		else
 			wsp_stack_remember_id(t, (uint32_t)stack);
 	}
 	struct wsp_record_mark m;

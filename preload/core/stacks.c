@@ -50,6 +50,36 @@ struct wsp_stack_cache {
 #define CACHE_MIN 256
 #define CACHE_MAX (1u << 20)
 
+/* The thread's last interned stack, from the root: a new stack shares
+ * its outer frames with the last one most of the time (main, the event
+ * loop, a Python program's outer frames), whose nodes need no lookup in
+ * the shared tree (a cache miss a frame in a tree of millions). */
+#define PATH_DEPTH 512 /* past the deepest stack interned: stack_depth + slack + Python frames */
+
+struct wsp_stack_path {
+	unsigned generation;
+	int n;
+	uint32_t node[PATH_DEPTH];
+	uint64_t ip[PATH_DEPTH];
+};
+
+/* An odd constant for each place in a stack: a stack's hash is the sum of
+ * its frames times their places' constants, whose multiplies do not wait
+ * for each other (a chain of mixes a frame cost most of a deep stack's
+ * interning), mixed once at the end. Made once, by the first stack. */
+static uint64_t place[2][PATH_DEPTH];
+static pthread_once_t place_once = PTHREAD_ONCE_INIT;
+
+static inline uint64_t mix(uint64_t h);
+
+static void make_places(void)
+{
+	for (uint64_t i = 0; i < PATH_DEPTH; i++) {
+		place[0][i] = mix(0x9e3779b97f4a7c15ull * (2 * i + 1)) | 1;
+		place[1][i] = mix(0x9e3779b97f4a7c15ull * (2 * i + 2)) | 1;
+	}
+}
+
 void wsp_stacks_init(void)
 {
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
@@ -91,6 +121,7 @@ struct memo {
 	int n, first;               /* raw frames; the first one with a slot */
 	uint32_t id;                /* the interned stack, or 0 */
 	unsigned generation;        /* of the id */
+	uint32_t serial;            /* this entry's unwind, among the thread's (never 0) */
 	uintptr_t ip[MEMO_DEPTH];
 	const uintptr_t *slot[MEMO_DEPTH];
 };
@@ -99,6 +130,7 @@ struct wsp_unwind_memo {
 	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 0: unknown, do not remember */
 	unsigned next, last;        /* the entry to replace next; the one the last capture used */
 	bool last_known;            /* the last capture's is that entry's stack */
+	uint32_t serial;            /* the last entry made */
 	int last_skip;              /* its frames of wsprof's own */
 	struct memo m[MEMO_WAYS];
 };
@@ -165,6 +197,7 @@ __attribute__((no_sanitize("address"))) static void memo_put(struct wsp_unwind_m
 	m->n = n;
 	m->first = first;
 	m->id = 0;
+	m->serial = ++u->serial ? u->serial : ++u->serial;
 	u->last = u->next;
 	u->last_known = true;
 	u->next = (u->next + 1) % MEMO_WAYS;
@@ -227,6 +260,12 @@ const uintptr_t *const *wsp_stack_slots(struct wsp_thread *t, uintptr_t *hi)
 		return NULL;
 	*hi = u->stack_hi;
 	return u->m[u->last].slot + u->last_skip;
+}
+
+uint32_t wsp_stack_serial(struct wsp_thread *t)
+{
+	struct wsp_unwind_memo *u = t->memo;
+	return u && u->last_known ? u->m[u->last].serial : 0;
 }
 
 void wsp_stack_remember_id(struct wsp_thread *t, uint32_t id)
@@ -349,15 +388,33 @@ static struct wsp_stack_cache *cache_room(struct wsp_stack_cache *c)
 	return n;
 }
 
+static struct wsp_stack_path *path_of(struct wsp_thread *t)
+{
+	if (!t->path && (t->path = wsp_pages_alloc(sizeof *t->path)))
+		t->path->generation = 0;
+	return t->path;
+}
+
+void wsp_stack_path_free(struct wsp_stack_path *p)
+{
+	if (p)
+		wsp_pages_free(p, sizeof *p);
+}
+
 uint64_t wsp_stack_intern(struct wsp_thread *t, const uintptr_t *ips, int depth, uint8_t **p)
 {
 	if (depth <= 0)
 		return 0;
-	uint64_t h1 = 0x9e3779b97f4a7c15ull, h2 = (uint64_t)depth;
+	if (depth > PATH_DEPTH)
+		depth = PATH_DEPTH; /* never: callers keep below it */
+	pthread_once(&place_once, make_places);
+	uint64_t h1 = (uint64_t)depth, h2 = ~(uint64_t)depth;
 	for (int i = 0; i < depth; i++) {
-		h1 = mix(h1 ^ ips[i]);
-		h2 = mix(h2 + ips[i] * 0x2545f4914f6cdd1dull);
+		h1 += ips[i] * place[0][i];
+		h2 += (ips[i] ^ ips[i] >> 29) * place[1][i];
 	}
+	h1 = mix(h1);
+	h2 = mix(h2);
 	struct wsp_stack_cache *c = t->cache;
 	if (c && c->generation == atomic_load(&generation)) {
 		for (size_t j = (size_t)h1 & (c->cap - 1); c->slot[j].id; j = (j + 1) & (c->cap - 1))
@@ -365,15 +422,32 @@ uint64_t wsp_stack_intern(struct wsp_thread *t, const uintptr_t *ips, int depth,
 				return c->slot[j].id;
 	}
 	uint32_t node = 0;
+	unsigned gen = atomic_load(&generation);
+	struct wsp_stack_path *pa = path_of(t);
+	int k = 0; /* frames from the root shared with the last stack */
+	if (pa && pa->generation == gen) {
+		while (k < pa->n && k < depth && pa->ip[k] == ips[depth - 1 - k])
+			k++;
+		node = k ? pa->node[k - 1] : 0;
+	} else if (pa) {
+		pa->generation = gen;
+		pa->n = 0;
+	}
 	int i;
 	pthread_mutex_lock(&tree_lock);
-	for (i = depth - 1; i >= 0; i--) {
+	for (i = depth - 1 - k; i >= 0; i--) {
 		uint32_t next = tree_node(node, ips[i], p);
 		if (!next)
 			break;
 		node = next;
+		if (pa) {
+			pa->ip[depth - 1 - i] = ips[i];
+			pa->node[depth - 1 - i] = node;
+		}
 	}
 	pthread_mutex_unlock(&tree_lock);
+	if (pa)
+		pa->n = depth - 1 - i;
 	/* A partial path (out of memory) is not cached, so it is retried. */
 	if (i < 0 && (t->cache = cache_room(t->cache)))
 		cache_put(t->cache, h1, h2, node);

@@ -62,6 +62,18 @@ static bool seen; /* an interpreter was found (one per process) */
 #define LINETABLE_MAX (32u << 10)
 #define MERGED_MAX (256 + WSP_STACK_SLACK + MAX_FRAMES)
 
+static inline uint64_t mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+static void make_factors(void);
+
 /* ---- finding the interpreter ---------------------------------------- */
 
 static uint32_t gnu_hash(const char *s)
@@ -183,6 +195,30 @@ static const char *layout_from_debug_offsets(uintptr_t runtime, unsigned version
 	return NULL;
 }
 
+/* Code objects that died, counted by a wrapper around PyCode_Type's
+ * tp_dealloc: while the count stands still, no code object has died, so
+ * one the thread's cache checked is still the one at its address and
+ * need not be checked again (a deep stack's frames cost a compare each
+ * instead of five loads). The wrapper counts and calls the original. */
+static _Atomic uint64_t code_deaths = 1;
+static void (*code_dealloc)(void *);
+#define TP_DEALLOC 48 /* in PyTypeObject: PyObject_VAR_HEAD, tp_name, tp_basicsize, tp_itemsize */
+
+static void count_code_death(void *code)
+{
+	atomic_fetch_add_explicit(&code_deaths, 1, memory_order_release);
+	code_dealloc(code);
+}
+
+static void watch_code_deaths(void)
+{
+	void (**slot)(void *) = (void (**)(void *))(code_type + TP_DEALLOC);
+	if (code_dealloc || !*slot || *slot == count_code_death)
+		return;
+	code_dealloc = *slot;
+	*slot = count_code_death;
+}
+
 /* tp_basicsize of a type object (PyObject_VAR_HEAD, then tp_name). */
 static uint64_t type_basicsize(uintptr_t type)
 {
@@ -224,6 +260,8 @@ void wsp_python_module(const struct dl_phdr_info *info, const char *path)
 		L = wsp_pylayout_312;
 	else
 		why = layout_from_debug_offsets(runtime, version);
+	if (!why && !wsp_cfg.python)
+		why = "WSPROF_PYTHON=0 turned them off";
 	if (!why && (type_basicsize(code_type) != L.co_code_adaptive || type_basicsize(unicode_type) != L.unicode_size))
 		why = "its objects are not laid out as a release build's (a debug build?)";
 	if (why) {
@@ -231,6 +269,8 @@ void wsp_python_module(const struct dl_phdr_info *info, const char *path)
 		record_python(version, false, path, note);
 		return;
 	}
+	make_factors();
+	watch_code_deaths();
 	record_python(version, true, path, "");
 	wsp_python_on = true;
 }
@@ -248,22 +288,37 @@ struct pyframe {
 	uint32_t id;      /* the code's id, once interned */
 };
 
+/* A code object's identity: its address, and what a code object taking
+ * a dead one's address would not have alike (its name's address and
+ * hash, its line table's address, its first line). */
 struct code_entry {
-	uintptr_t code, qualname, filename, linetable;
+	uintptr_t code, qualname, linetable;
 	uint64_t hash;
 	int32_t firstlineno;
 	uint32_t id;      /* 0: empty */
+	uint64_t deaths;  /* code_deaths when it was last checked (the thread's cache) */
 };
 
 #define THREAD_CODES 512 /* a direct-mapped cache */
+#define THREAD_STACKS 4096
+
+/* A merged stack the thread interned: the native stack's serial
+ * (wsp_stack_serial) and its Python frames, hashed, to its id. */
+struct merged_entry {
+	uint64_t h1, h2;
+	uint32_t id;
+};
 
 struct wsp_pythread {
 	unsigned generation;
+	struct merged_entry *pending; /* where the stack being recorded goes once interned */
+	uint64_t h1, h2;
 	int nframes, nblocks;
 	struct pyframe frame[MAX_FRAMES];
 	struct block block[MAX_BLOCKS];
 	uintptr_t merged[MERGED_MAX];
 	struct code_entry codes[THREAD_CODES];
+	struct merged_entry stacks[THREAD_STACKS];
 };
 
 static unsigned generation = 1; /* bumped at fork: the child's trace defines its codes again */
@@ -304,31 +359,30 @@ static bool close_block(struct wsp_pythread *py, uintptr_t anchor)
 }
 
 /* 3.11: each _PyCFrame is one call of the evaluation loop, its frames
- * those from its current one out to the one marked is_entry. */
+ * those from its current one out to the one it began with, whose caller
+ * is the current frame of the _PyCFrame before it (the loop's prologue
+ * links them so): no need to read each frame's is_entry. */
 static bool walk_cframes(struct wsp_pythread *py, uintptr_t ts)
 {
 	uintptr_t cf = rdp(ts, L.ts_cframe);
 	size_t steps = 0;
 	while (plausible(cf)) {
-		uintptr_t f = rdp(cf, L.cframe_frame);
+		uintptr_t f = rdp(cf, L.cframe_frame), prev = rdp(cf, L.cframe_previous);
 		if (!f)
 			break; /* the thread state's root _PyCFrame */
-		for (;;) {
+		uintptr_t stop = plausible(prev) ? rdp(prev, L.cframe_frame) : 0;
+		while (f != stop) {
 			if (!plausible(f) || ++steps > WALK_LIMIT)
 				return false;
 			uintptr_t code = rdp(f, L.fr_code);
 			if (!is_code(code))
 				return false;
 			push(py, code, f);
-			if (*(const uint8_t *)(f + L.fr_is_entry))
-				break;
 			f = rdp(f, L.fr_previous);
-			if (!f)
-				break;
 		}
 		if (!close_block(py, cf))
 			return false;
-		cf = rdp(cf, L.cframe_previous);
+		cf = prev;
 	}
 	return true;
 }
@@ -342,17 +396,17 @@ static bool walk_frames(struct wsp_pythread *py, uintptr_t f)
 	while (f) {
 		if (!plausible(f) || ++steps > WALK_LIMIT)
 			return false;
-		if (*(const uint8_t *)(f + L.fr_owner) == WSP_PY_OWNED_BY_CSTACK) {
+		uintptr_t code = rdp(f, L.fr_code);
+		/* 3.13's shim runs no code object (None): only then is its owner read. */
+		bool code_ok = is_code(code);
+		if ((L.minor == 12 || !code_ok) && *(const uint8_t *)(f + L.fr_owner) == WSP_PY_OWNED_BY_CSTACK) {
 			if (!close_block(py, f))
 				return false;
-		} else {
-			uintptr_t code = rdp(f, L.fr_code);
-			if (is_code(code)) {
-				if (L.minor < 13 || !(*(const int32_t *)(code + L.co_flags) & WSP_PY_CO_NO_MONITORING))
-					push(py, code, f);
-			} else if (L.minor < 13) {
-				return false; /* 3.13 frames may run other things than code */
-			}
+		} else if (code_ok) {
+			if (L.minor < 13 || !(*(const int32_t *)(code + L.co_flags) & WSP_PY_CO_NO_MONITORING))
+				push(py, code, f);
+		} else if (L.minor < 13) {
+			return false; /* 3.13 frames may run other things than code */
 		}
 		f = rdp(f, L.fr_previous);
 		if (f == tortoise)
@@ -407,7 +461,6 @@ static void read_key(uintptr_t code, struct code_entry *k)
 {
 	k->code = code;
 	k->qualname = rdp(code, L.co_qualname);
-	k->filename = rdp(code, L.co_filename);
 	k->linetable = rdp(code, L.co_linetable);
 	k->firstlineno = *(const int32_t *)(code + L.co_firstlineno);
 	k->hash = plausible(k->qualname) ? rd64(k->qualname + L.str_hash) : 0;
@@ -415,8 +468,8 @@ static void read_key(uintptr_t code, struct code_entry *k)
 
 static bool same_key(const struct code_entry *a, const struct code_entry *b)
 {
-	return a->code == b->code && a->qualname == b->qualname && a->filename == b->filename &&
-	       a->linetable == b->linetable && a->firstlineno == b->firstlineno && a->hash == b->hash;
+	return a->code == b->code && a->qualname == b->qualname && a->linetable == b->linetable &&
+	       a->firstlineno == b->firstlineno && a->hash == b->hash;
 }
 
 static size_t code_slot(uintptr_t code, size_t cap)
@@ -537,7 +590,7 @@ static uint32_t code_intern(struct wsp_thread *t, const struct code_entry *k)
 		p = wsp_put_varint(p, id);
 		p = wsp_put_varint(p, (uint64_t)(k->firstlineno > 0 ? k->firstlineno : 0));
 		p = put_string_field(p, k->qualname);
-		p = put_string_field(p, k->filename);
+		p = put_string_field(p, rdp(k->code, L.co_filename));
 		p = put_linetable(p, k->linetable);
 		p = wsp_record_close(p, &m);
 	}
@@ -551,12 +604,23 @@ static bool codes_interned(struct wsp_thread *t, struct wsp_pythread *py)
 	unsigned gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
 	if (py->generation != gen) {
 		memset(py->codes, 0, sizeof py->codes);
+		memset(py->stacks, 0, sizeof py->stacks);
 		py->generation = gen;
 	}
+	uint64_t deaths = atomic_load_explicit(&code_deaths, memory_order_acquire);
 	for (int i = 0; i < py->nframes; i++) {
+		uintptr_t code = py->frame[i].code;
+		if (i && code == py->frame[i - 1].code) {
+			py->frame[i].id = py->frame[i - 1].id; /* recursion: its caller's code, just checked */
+			continue;
+		}
+		struct code_entry *c = &py->codes[code_slot(code, THREAD_CODES)];
+		if (c->id && c->code == code && c->deaths == deaths) {
+			py->frame[i].id = c->id; /* no code object died since it was checked */
+			continue;
+		}
 		struct code_entry k;
-		read_key(py->frame[i].code, &k);
-		struct code_entry *c = &py->codes[code_slot(k.code, THREAD_CODES)];
+		read_key(code, &k);
 		if (!c->id || !same_key(c, &k)) {
 			uint32_t id = code_intern(t, &k);
 			if (!id)
@@ -564,6 +628,7 @@ static bool codes_interned(struct wsp_thread *t, struct wsp_pythread *py)
 			*c = k;
 			c->id = id;
 		}
+		c->deaths = deaths;
 		py->frame[i].id = c->id;
 	}
 	return true;
@@ -579,15 +644,70 @@ static int copy_block(struct wsp_pythread *py, int b, int out)
 	return out;
 }
 
-int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **merged)
+/* An odd constant for each place in a stack (splitmix64's sequence), made once. */
+static uint64_t factors[2 * MAX_FRAMES];
+
+static void make_factors(void)
+{
+	for (uint64_t i = 0; i < 2 * MAX_FRAMES; i++)
+		factors[i] = mix(0x9e3779b97f4a7c15ull * (i + 1)) | 1;
+}
+
+static inline uint64_t place_factor(int i)
+{
+	return factors[i];
+}
+
+/* Has the thread interned this stack before? The same native stack (its
+ * serial) and the same Python frames in the same blocks place the blocks
+ * alike: their anchors lie in the same native frames. */
+static uint32_t merged_known(struct wsp_pythread *py, uint32_t serial, int depth)
+{
+	py->pending = NULL;
+	if (!serial)
+		return 0;
+	/* Each frame's key times a constant of its place, summed: the
+	 * multiplies do not wait for each other (a chain of mixes was most of
+	 * the cost of a 40-frame stack), mixed once at the end. */
+	uint64_t h1 = (uint64_t)serial << 32 | (uint32_t)depth, h2 = ~h1;
+	for (int b = 0; b < py->nblocks; b++)
+		h1 += (uint64_t)py->block[b].end * place_factor(b), h2 ^= (uint64_t)py->block[b].end << (b & 31);
+	for (int i = 0; i < py->nframes; i++) {
+		uint64_t k = (uint64_t)py->frame[i].id << 24 | py->frame[i].instr;
+		h1 += k * place_factor(i);
+		h2 += (k ^ (k >> 17)) * place_factor(i + MAX_FRAMES);
+	}
+	h1 = mix(h1);
+	h2 = mix(h2 ^ (uint64_t)py->nframes << 40);
+	struct merged_entry *e = &py->stacks[h1 & (THREAD_STACKS - 1)];
+	if (e->id && e->h1 == h1 && e->h2 == h2)
+		return e->id;
+	py->pending = e;
+	py->h1 = h1;
+	py->h2 = h2;
+	return 0;
+}
+
+void wsp_python_remember(struct wsp_thread *t, uint32_t id)
+{
+	struct wsp_pythread *py = t->py;
+	if (py && py->pending && id)
+		*py->pending = (struct merged_entry){ py->h1, py->h2, id };
+}
+
+int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **merged,
+		     uint32_t *known)
 {
 	struct wsp_pythread *py = pythread(t);
 	uintptr_t hi;
 	const uintptr_t *const *slot = py ? wsp_stack_slots(t, &hi) : NULL;
+	*known = 0;
 	if (!py || !walk(py))
 		return 0;
 	if (!slot || !codes_interned(t, py))
 		return 0;
+	if ((*known = merged_known(py, wsp_stack_serial(t), depth)))
+		return depth + py->nframes;
 	int out = 0, n = 0, b = 0;
 	for (; b < py->nblocks; b++) {
 		uintptr_t a = py->block[b].anchor;

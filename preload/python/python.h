@@ -24,8 +24,12 @@ extern bool wsp_python_on;
  * are recorded first (PY_CODE records), so call before wsp_event_begin.
  * @return the merged depth, with *merged the frames (the thread's own
  * memory, valid until its next event), or 0: no Python frames (none
- * running, or the walk gave up); ips stands as it is. */
-int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **merged);
+ * running, or the walk gave up); ips stands as it is. *known: the merged
+ * stack's id when the thread has interned it before (*merged is then not
+ * made), else 0: intern it, then wsp_python_remember. */
+int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **merged,
+		     uint32_t *known);
+void wsp_python_remember(struct wsp_thread *t, uint32_t id);
 
 /* The thread's Python state (the code cache), freed with its entry. */
 void wsp_python_thread_free(struct wsp_pythread *p);

@@ -227,6 +227,36 @@ Test(stacks, python_frames_are_pyframe_records_in_the_same_tree)
 	wsp_stack_cache_free(t.cache);
 }
 
+/* A stack sharing its outer frames with the thread's last one starts from
+ * the last one's nodes, and still gets exactly its own path; one sharing
+ * nothing, or after a fork, gets its own from the root. */
+Test(stacks, a_stack_sharing_outer_frames_with_the_last_reuses_their_nodes)
+{
+	struct wsp_thread t = { 0 }, u = { 0 };
+	const uintptr_t a[] = { 0x11, 0x22, 0x33, 0x44 }, b[] = { 0x55, 0x22, 0x33, 0x44 }, c[] = { 0x66, 0x77 };
+	struct node nodes[64];
+	size_t n;
+	uint64_t ida = intern(&t, a, N_OF(a), nodes, &n);
+	cr_assert_eq(n, 4);
+	uint64_t idb = intern(&t, b, N_OF(b), nodes, &n);
+	cr_assert_eq(n, 1, "b differs from a in its innermost frame only");
+	cr_expect_eq(nodes[0].ip, 0x55);
+	cr_expect_neq(idb, ida);
+	/* Another thread, without a path of its own, finds the same nodes. */
+	cr_expect_eq(intern(&u, b, N_OF(b), nodes, &n), idb);
+	cr_expect_eq(n, 0);
+	uint64_t idc = intern(&t, c, N_OF(c), nodes, &n);
+	cr_assert_eq(n, 2, "c shares nothing with b");
+	expect_chain(nodes, n, idc, c, N_OF(c));
+	/* b again after c: from b's outer frames, which c's path does not hold. */
+	cr_expect_eq(intern(&t, (const uintptr_t[]){ 0x88, 0x22, 0x33, 0x44 }, 4, nodes, &n) > idc, 1);
+	cr_expect_eq(n, 1);
+	wsp_stack_cache_free(t.cache);
+	wsp_stack_cache_free(u.cache);
+	wsp_stack_path_free(t.path);
+	wsp_stack_path_free(u.path);
+}
+
 /* ---- fork ----------------------------------------------------------- */
 
 Test(stacks, reset_after_fork_restarts_ids_and_forgets_every_cache)
