@@ -97,8 +97,24 @@ struct wsp_tls {
 	int no_stack_query;
 	bool cuda_recorded;        /* ... and the driver level recorded its outcome */
 	struct wsp_thread *thread; /* this thread's recorder state, lazily made */
+	/* Inside a call into CPython's object allocator (python.c,
+	 * WSPROF_PYTHON_OBJECTS=1): the libc hooks say whether it reached
+	 * them (pyobj_libc), and clear pyobj_old when they free or move it. */
+	bool pyobj_watch, pyobj_libc;
+	const void *pyobj_old;
 };
+
 extern WSP_TLS struct wsp_tls wsp_tls;
+
+/* The libc hooks' part of python.c's watch (see struct wsp_tls). */
+static inline void wsp_python_libc_call(const void *old)
+{
+	if (__builtin_expect(wsp_tls.pyobj_watch, 0)) {
+		wsp_tls.pyobj_libc = true;
+		if (old && old == wsp_tls.pyobj_old)
+			wsp_tls.pyobj_old = NULL;
+	}
+}
 
 /* Make sure recording is set up. @return true if events should be recorded
  * from this thread now. Call with the guard held. */

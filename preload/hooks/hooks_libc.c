@@ -169,6 +169,7 @@ WSPROF_EXPORT void *malloc(size_t size)
 {
 	if (need_real((void *)wsp_real.malloc) && !wsp_real.malloc)
 		return wsp_bootstrap_alloc(size, 16);
+	wsp_python_libc_call(NULL);
 	void *p = wsp_real.malloc(size);
 	note_heap_alloc(WSPROF_OP_MALLOC, p, size);
 	return p;
@@ -178,6 +179,7 @@ WSPROF_EXPORT void *calloc(size_t n, size_t size)
 {
 	if (need_real((void *)wsp_real.calloc) && !wsp_real.calloc)
 		return n && size > SIZE_MAX / n ? NULL : wsp_bootstrap_alloc(n * size, 16);
+	wsp_python_libc_call(NULL);
 	void *p = wsp_real.calloc(n, size);
 	size_t total;
 	note_heap_alloc(WSPROF_OP_CALLOC, p, __builtin_mul_overflow(n, size, &total) ? SIZE_MAX : total);
@@ -190,6 +192,7 @@ static void free_with(unsigned op, void *p)
 		return;
 	if (need_real((void *)wsp_real.free) && !wsp_real.free)
 		return;
+	wsp_python_libc_call(p);
 	note_free(op, p);
 	wsp_real.free(p);
 }
@@ -268,6 +271,7 @@ static void *realloc_as(unsigned op, void *old, size_t size)
 	}
 	if (old && wsp_bootstrap_owns(old))
 		return out_of_pool(old, size);
+	wsp_python_libc_call(old);
 	if (!old) {
 		void *p = wsp_real.realloc(NULL, size);
 		note_heap_alloc(op, p, size);

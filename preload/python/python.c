@@ -41,6 +41,7 @@
 #include "python.h"
 #include "pylayout.h"
 #include "format.h"
+#include "hooks.h" /* wsp_pool_alloc, for WSPROF_PYTHON_OBJECTS */
 
 #include <elf.h>
 #include <stdio.h>
@@ -129,7 +130,7 @@ static uintptr_t module_symbol(const struct dl_phdr_info *info, const char *name
 }
 
 /* Say what was found, once per process image. */
-static void record_python(unsigned version, bool frames, const char *path, const char *note)
+static void record_python(unsigned version, bool frames, bool hooked, const char *path, const char *note)
 {
 	struct wsp_thread *t = wsp_thread_self();
 	size_t np = strnlen(path, 4096), nn = strnlen(note, 512);
@@ -138,8 +139,9 @@ static void record_python(unsigned version, bool frames, const char *path, const
 	if (!p)
 		return;
 	const char *pm = getenv("PYTHONMALLOC");
-	unsigned objects = pm && (!strcmp(pm, "malloc") || !strcmp(pm, "malloc_debug")) ? WSPROF_PYOBJ_MALLOC
-											  : WSPROF_PYOBJ_ARENAS;
+	unsigned objects = hooked ? WSPROF_PYOBJ_HOOKED
+			   : pm && (!strcmp(pm, "malloc") || !strcmp(pm, "malloc_debug")) ? WSPROF_PYOBJ_MALLOC
+										 : WSPROF_PYOBJ_ARENAS;
 	struct wsp_record_mark m;
 	p = wsp_record_open(p, WSP_REC_PYTHON, need, &m);
 	p = wsp_event_stamp(t, p);
@@ -219,6 +221,103 @@ static void watch_code_deaths(void)
 	*slot = count_code_death;
 }
 
+/* ---- small objects (WSPROF_PYTHON_OBJECTS=1) ---------------------------
+ *
+ * pymalloc serves objects of 512 bytes or less from its arenas, which
+ * malloc never sees (the arenas are mmaps, each at the line that opened
+ * it). Asked to, the recorder wraps the object allocator's domain
+ * (PyMem_SetAllocator, installed as the interpreter is found, before it
+ * initializes, or as a hook calling the one it replaces): each object
+ * pymalloc serves from an arena becomes a block of kind pool inside it;
+ * what it hands on to malloc (larger objects) stays the heap block the
+ * libc hooks record. Which is which: whether the call reached the libc
+ * hooks (wsp_python_libc_call). Object allocation holds the GIL, so no
+ * other thread takes an object's address between its free and the
+ * record of it. */
+
+struct pymem_allocator { /* PyMemAllocatorEx */
+	void *ctx;
+	void *(*malloc)(void *ctx, size_t size);
+	void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+	void *(*realloc)(void *ctx, void *ptr, size_t new_size);
+	void (*free)(void *ctx, void *ptr);
+};
+
+#define PYMEM_DOMAIN_OBJ 2
+static struct pymem_allocator obj_prev;
+static uint64_t obj_pool; /* the pool's id: the interpreter's PyObject_Malloc */
+
+static void watch(const void *old)
+{
+	wsp_tls.pyobj_libc = false;
+	wsp_tls.pyobj_old = old;
+	wsp_tls.pyobj_watch = true;
+}
+
+static void *obj_malloc(void *ctx, size_t n)
+{
+	(void)ctx;
+	watch(NULL);
+	void *p = obj_prev.malloc(obj_prev.ctx, n);
+	wsp_tls.pyobj_watch = false;
+	if (p && !wsp_tls.pyobj_libc)
+		wsp_pool_alloc(obj_pool, (uintptr_t)p, n);
+	return p;
+}
+
+static void *obj_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+	(void)ctx;
+	watch(NULL);
+	void *p = obj_prev.calloc(obj_prev.ctx, nelem, elsize);
+	wsp_tls.pyobj_watch = false;
+	if (p && !wsp_tls.pyobj_libc)
+		wsp_pool_alloc(obj_pool, (uintptr_t)p, nelem * elsize);
+	return p;
+}
+
+static void *obj_realloc(void *ctx, void *old, size_t n)
+{
+	(void)ctx;
+	watch(old);
+	void *p = obj_prev.realloc(obj_prev.ctx, old, n);
+	wsp_tls.pyobj_watch = false;
+	bool old_in_arena = old && wsp_tls.pyobj_old == old; /* libc neither freed nor moved it */
+	if (p && old_in_arena)
+		wsp_pool_free(obj_pool, (uintptr_t)old);
+	if (p && !wsp_tls.pyobj_libc)
+		wsp_pool_alloc(obj_pool, (uintptr_t)p, n);
+	return p;
+}
+
+static void obj_free(void *ctx, void *p)
+{
+	(void)ctx;
+	watch(p);
+	obj_prev.free(obj_prev.ctx, p);
+	wsp_tls.pyobj_watch = false;
+	if (p && wsp_tls.pyobj_old == p)
+		wsp_pool_free(obj_pool, (uintptr_t)p);
+}
+
+/* @return whether every small object is recorded from now on. */
+static bool hook_objects(const struct dl_phdr_info *info)
+{
+	void (*get)(int, struct pymem_allocator *), (*set)(int, struct pymem_allocator *);
+	*(void **)&get = (void *)module_symbol(info, "PyMem_GetAllocator");
+	*(void **)&set = (void *)module_symbol(info, "PyMem_SetAllocator");
+	obj_pool = module_symbol(info, "PyObject_Malloc");
+	const char *pm = getenv("PYTHONMALLOC");
+	if (!get || !set || !obj_pool || (pm && *pm && strcmp(pm, "pymalloc")))
+		return false; /* PYTHONMALLOC chose another allocator, which Python sets up later */
+	get(PYMEM_DOMAIN_OBJ, &obj_prev);
+	if (!obj_prev.malloc || !obj_prev.free)
+		return false;
+	struct pymem_allocator mine = { NULL, obj_malloc, obj_calloc, obj_realloc, obj_free };
+	set(PYMEM_DOMAIN_OBJ, &mine);
+	return true;
+}
+
 /* tp_basicsize of a type object (PyObject_VAR_HEAD, then tp_name). */
 static uint64_t type_basicsize(uintptr_t type)
 {
@@ -235,7 +334,7 @@ void wsp_python_module(const struct dl_phdr_info *info, const char *path)
 		base = base ? base + 1 : path;
 		if (module_symbol(info, "Py_Initialize") && !strncmp(base, "libpython", 9)) {
 			seen = true;
-			record_python(0, false, path, "Python older than 3.11: no Python frames (3.11 or later has them)");
+			record_python(0, false, false, path, "Python older than 3.11: no Python frames (3.11 or later has them)");
 		}
 		return;
 	}
@@ -266,12 +365,13 @@ void wsp_python_module(const struct dl_phdr_info *info, const char *path)
 		why = "its objects are not laid out as a release build's (a debug build?)";
 	if (why) {
 		snprintf(note, sizeof note, "Python %u.%u: no Python frames, %s", minor ? 3 : 0, minor, why);
-		record_python(version, false, path, note);
+		record_python(version, false, false, path, note);
 		return;
 	}
 	make_factors();
 	watch_code_deaths();
-	record_python(version, true, path, "");
+	bool hooked = wsp_cfg.python_objects && hook_objects(info);
+	record_python(version, true, hooked, path, "");
 	wsp_python_on = true;
 }
 

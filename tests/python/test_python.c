@@ -401,3 +401,40 @@ Test(python, an_older_python_runs_unchanged)
 	free(trace);
 	globfree(&g);
 }
+
+/* WSPROF_PYTHON_OBJECTS=1: every object pymalloc serves is a pool block
+ * at its line, on every CPython here; the program runs as ever. */
+Test(python, every_small_object_with_python_objects)
+{
+	char *py[16];
+	size_t n = pythons(py, 16);
+	if (!n)
+		cr_skip_test("no CPython 3.11+ here");
+	for (size_t k = 0; k < n; k++) {
+		struct wt_recording rec;
+		char *script;
+		record_known(py[k], (const char *[]){ "WSPROF_PYTHON_OBJECTS=1", NULL }, &rec, &script);
+		struct reading r;
+		read_trace(&r, rec.trace);
+		cr_expect_eq(r.python->objects, WSPROF_PYOBJ_HOOKED, "%s: the PYTHON record says objects are hooked", py[k]);
+		int line = marker_line(script, "small_objects");
+		size_t objects = 0;
+		for (size_t i = 0; i < r.n; i++)
+			objects += r.v[i].kind == WSPROF_KIND_POOL && r.v[i].npython && r.v[i].size <= 512 &&
+				   !strcmp(r.v[i].py[0].name, "small_objects") && r.v[i].py[0].line == line;
+		cr_expect_geq(objects, 20000, "%s: 20,000 tuples and their strings, pool blocks at small_objects: %zu",
+			      py[k], objects);
+		/* Larger objects stay heap blocks, recorded once: plain's bytearray. */
+		size_t heap = 0, pool = 0;
+		for (size_t i = 0; i < r.n; i++) {
+			heap += r.v[i].size == BASE && r.v[i].kind == WSPROF_KIND_HEAP;
+			pool += r.v[i].size == BASE - 1 && r.v[i].kind == WSPROF_KIND_POOL;
+		}
+		cr_expect(heap == 1 && pool == 0, "%s: plain's block is one heap block, not a pool one too (%zu, %zu)", py[k],
+			  heap, pool);
+		reading_free(&r);
+		free(script);
+		wt_recording_free(&rec);
+		free(py[k]);
+	}
+}
