@@ -57,7 +57,7 @@ static void pass_signals_on(void)
 static void usage(FILE *out)
 {
 	fputs("usage: wsprof record [-o FILE] [--no-follow] [--stack-depth N] [--flush-ms N] [--sample-bytes N]\n"
-	      "                     [--] PROGRAM [ARGS...]\n"
+	      "                     [--python-objects] [--no-python] [--] PROGRAM [ARGS...]\n"
 	      "  -o, --output FILE   trace file (default wsprof.PROGRAM.PID.wsp; %p = pid, %e = program name)\n"
 	      "      --no-follow     do not trace forked children and exec'd programs (WSPROF_FOLLOW=0)\n"
 	      "      --stack-depth N frames per call stack, 1..256 (default 64)\n"
@@ -65,6 +65,11 @@ static void usage(FILE *out)
 	      "      --sample-bytes N  record one heap allocation in about every N bytes allocated, as\n"
 	      "                      tcmalloc and jemalloc sample (524288 is jemalloc's rate), 1..1073741824;\n"
 	      "                      the reports' heap figures are then estimates (WSPROF_SAMPLE_BYTES)\n"
+	      "      --python-objects  a CPython 3.11+ program: record each object of 512 bytes or less\n"
+	      "                      (a pool block inside pymalloc's arenas), not only the arenas, at a\n"
+	      "                      cost for every object made (WSPROF_PYTHON_OBJECTS=1)\n"
+	      "      --no-python     record native stacks only, without the Python frames of a CPython\n"
+	      "                      3.11+ program (WSPROF_PYTHON=0)\n"
 	      "environment: WSPROF_PRELOAD names the preload library to use instead of the one found\n"
 	      "next to this program. NVTX_INJECTION64_PATH is set to it too, so NVTX memory heaps and\n"
 	      "ranges reach wsprof, unless it is already set (another NVTX tool keeps it).\n", out);
@@ -233,6 +238,8 @@ int wsp_cmd_record(int argc, char **argv)
 		{ "stack-depth", required_argument, NULL, 'd' },
 		{ "flush-ms", required_argument, NULL, 'f' },
 		{ "sample-bytes", required_argument, NULL, 's' },
+		{ "python-objects", no_argument, NULL, 'P' },
+		{ "no-python", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -258,6 +265,8 @@ int wsp_cmd_record(int argc, char **argv)
 				return 2;
 			setenv("WSPROF_SAMPLE_BYTES", optarg, 1);
 			break;
+		case 'P': setenv("WSPROF_PYTHON_OBJECTS", "1", 1); break;
+		case 'N': setenv("WSPROF_PYTHON", "0", 1); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

@@ -160,7 +160,8 @@ static const struct seen *expect_at(const struct reading *r, const char *py, uin
 	return s;
 }
 
-static void record_known(const char *py, const char *const env[], struct wt_recording *rec, char **script)
+static void record_known(const char *py, const char *const env[], const char *opt, struct wt_recording *rec,
+			 char **script)
 {
 	memset(rec, 0, sizeof *rec);
 	rec->dir = wt_test_dir();
@@ -175,7 +176,11 @@ static void record_known(const char *py, const char *const env[], struct wt_reco
 		argv[n++] = "/usr/bin/env";
 	for (size_t i = 0; env && env[i]; i++)
 		argv[n++] = env[i];
-	const char *rest[] = { wt_wsprof(), "record", "-o", rec->trace, "--", py, *script, rec->expect_path, base, NULL };
+	argv[n++] = wt_wsprof();
+	argv[n++] = "record";
+	if (opt)
+		argv[n++] = opt;
+	const char *rest[] = { "-o", rec->trace, "--", py, *script, rec->expect_path, base, NULL };
 	for (size_t i = 0; rest[i]; i++)
 		argv[n++] = rest[i];
 	argv[n] = NULL;
@@ -189,7 +194,7 @@ static void check_known(const char *py)
 {
 	struct wt_recording rec;
 	char *script;
-	record_known(py, NULL, &rec, &script);
+	record_known(py, NULL, NULL, &rec, &script);
 	struct reading r;
 	read_trace(&r, rec.trace);
 	cr_assert(r.python->seen && r.python->frames, "%s: the trace has no Python frames: %s", py,
@@ -265,7 +270,7 @@ Test(python, every_object_with_pythonmalloc_malloc)
 		cr_skip_test("no CPython 3.11+ here");
 	struct wt_recording rec;
 	char *script;
-	record_known(py[0], (const char *[]){ "PYTHONMALLOC=malloc", NULL }, &rec, &script);
+	record_known(py[0], (const char *[]){ "PYTHONMALLOC=malloc", NULL }, NULL, &rec, &script);
 	struct reading r;
 	read_trace(&r, rec.trace);
 	cr_expect_eq(r.python->objects, WSPROF_PYOBJ_MALLOC, "the PYTHON record says objects are malloc'd");
@@ -402,7 +407,7 @@ Test(python, an_older_python_runs_unchanged)
 	globfree(&g);
 }
 
-/* WSPROF_PYTHON_OBJECTS=1: every object pymalloc serves is a pool block
+/* --python-objects (WSPROF_PYTHON_OBJECTS=1): every object pymalloc serves is a pool block
  * at its line, on every CPython here; the program runs as ever. */
 Test(python, every_small_object_with_python_objects)
 {
@@ -413,7 +418,7 @@ Test(python, every_small_object_with_python_objects)
 	for (size_t k = 0; k < n; k++) {
 		struct wt_recording rec;
 		char *script;
-		record_known(py[k], (const char *[]){ "WSPROF_PYTHON_OBJECTS=1", NULL }, &rec, &script);
+		record_known(py[k], NULL, "--python-objects", &rec, &script);
 		struct reading r;
 		read_trace(&r, rec.trace);
 		cr_expect_eq(r.python->objects, WSPROF_PYOBJ_HOOKED, "%s: the PYTHON record says objects are hooked", py[k]);
@@ -437,4 +442,30 @@ Test(python, every_small_object_with_python_objects)
 		wt_recording_free(&rec);
 		free(py[k]);
 	}
+}
+
+/* --no-python (WSPROF_PYTHON=0): native stacks only, and the summary says so. */
+Test(python, no_python_records_native_stacks_only)
+{
+	char *py[16];
+	size_t n = pythons(py, 16);
+	if (!n)
+		cr_skip_test("no CPython 3.11+ here");
+	struct wt_recording rec;
+	char *script;
+	record_known(py[0], NULL, "--no-python", &rec, &script);
+	struct reading r;
+	read_trace(&r, rec.trace);
+	cr_expect(r.python->seen && !r.python->frames, "the interpreter is found, its frames not recorded");
+	cr_expect(r.python->note && strstr(r.python->note, "WSPROF_PYTHON=0"), "it says why: %s", r.python->note);
+	size_t with = 0;
+	for (size_t i = 0; i < r.n; i++)
+		with += r.v[i].npython > 0;
+	cr_expect_eq(with, 0, "no stack has Python frames");
+	cr_expect(of_size(&r, BASE), "plain's block is there, with its native stack");
+	reading_free(&r);
+	free(script);
+	wt_recording_free(&rec);
+	for (size_t i = 0; i < n; i++)
+		free(py[i]);
 }
