@@ -2,7 +2,8 @@
  * wsp.h - what the pieces of libwsprof.so share.
  *
  * The preload library is built from small files in layers, each using
- * only those below it (its header includes the one below):
+ * only those below it (its header includes the one below; python/ sits
+ * between life/ and hooks/):
  *   base/    base.h    bootstrap.c  the real functions behind the hooks (dlsym may allocate)
  *                      config.c     WSPROF_* environment settings (declared here, with wsp_warn)
  *                      mem.c        wsprof's own memory: mmap-backed, never the program's malloc

@@ -239,10 +239,11 @@ const char *wsp_state_block_name(struct wsp_state *st, const struct wsp_state_bl
 	}
 	const struct wsp_frame *frames;
 	size_t n = wsp_syms_stack(st->l.syms, st->l.trace, r->b->stack, &frames);
-	if (n && frames[0].function)
-		snprintf(buf, cap, "%s", frames[0].function);
-	else if (n)
-		wsp_frame_label(&frames[0], buf, cap);
+	const struct wsp_frame *site = n ? &frames[wsp_syms_site_at(st->l.syms, frames, n)] : NULL;
+	if (site && site->function && !site->python)
+		snprintf(buf, cap, "%s", site->function);
+	else if (site)
+		wsp_frame_label(site, buf, cap);
 	else
 		snprintf(buf, cap, "(no stack)");
 	return buf;

@@ -285,8 +285,9 @@ static void failures(struct exporter *e)
 	for (size_t i = 0; i < n; i++) {
 		const struct wsp_frame *frames;
 		char site[1024] = "(no stack recorded)";
-		if (wsp_syms_stack(e->l->syms, e->l->trace, f[i].stack, &frames))
-			wsp_frame_label(&frames[0], site, sizeof site);
+		size_t nf = wsp_syms_stack(e->l->syms, e->l->trace, f[i].stack, &frames);
+		if (nf)
+			wsp_frame_label(&frames[wsp_syms_site_at(e->l->syms, frames, nf)], site, sizeof site);
 		event_open(e, "i", "allocation failed", FAILURES_TID);
 		wsp_json_string(&e->j, "cat", "failure");
 		wsp_json_string(&e->j, "s", "t");

@@ -52,7 +52,7 @@ static const char *site_of(struct wsp_state *st, const struct wsp_block *b, char
 {
 	const struct wsp_frame *frames;
 	size_t n = wsp_syms_stack(st->l.syms, st->l.trace, b->stack, &frames);
-	return n ? wsp_frame_label(&frames[0], buf, cap) : "(no stack)";
+	return n ? wsp_frame_label(&frames[wsp_syms_site_at(st->l.syms, frames, n)], buf, cap) : "(no stack)";
 }
 
 /* ---- output ------------------------------------------------------------- */

@@ -8,6 +8,8 @@
 #include "wsp.h"
 #include "base.h" /* the layer below */
 
+#include <link.h>
+
 /* ---- events.c ------------------------------------------------------- */
 
 /* struct wsp_buf is in src/rescue.h: wsprof record reads buffers too. */
@@ -66,6 +68,17 @@ void wsp_events_unlock_all(void);
 
 extern _Atomic uint64_t wsp_seq;
 extern uint64_t wsp_start_mono, wsp_start_real;
+
+/* Stacks that hold more than native frames (python/python.c, which
+ * registers itself once it finds an interpreter): called for each event
+ * with a stack, after unwinding. stack() @return the depth of the frames
+ * it made from ips (*frames, *known as wsp_python_stack says), or 0 to
+ * keep ips as they are; remember() is told the id they were interned as. */
+struct wsp_stack_more {
+	int (*stack)(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **frames, uint32_t *known);
+	void (*remember)(struct wsp_thread *t, uint32_t id);
+};
+void wsp_events_stack_more(const struct wsp_stack_more *m);
 
 /* High-level records, each called with the guard held. */
 void wsp_record_alloc(unsigned kind, unsigned op, const void *addr, size_t size);
@@ -143,6 +156,9 @@ void wsp_set_ending(unsigned how, unsigned value);
 void wsp_modules_init(void);
 /* If the loader's counters moved, record what was loaded and unloaded. */
 void wsp_modules_check(void);
+/* Told of each module as it is recorded (under the module lock), from the
+ * first scan on: registered before wsp_modules_init. */
+void wsp_modules_on_load(void (*fn)(const struct dl_phdr_info *info, const char *path));
 /* Set for a while after dlopen/dlclose: allocations check the map first. */
 extern _Atomic bool wsp_dl_recent;
 /* Forget what was recorded (a forked child starts a new trace). */

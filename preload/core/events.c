@@ -21,7 +21,6 @@
 
 #include "core.h"
 #include "format.h"
-#include "python.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -436,6 +435,13 @@ static uint8_t *put_tag(uint8_t *p, const struct wsp_cuda_tag *tag, bool handle)
 	return p;
 }
 
+static const struct wsp_stack_more *_Atomic stack_more;
+
+void wsp_events_stack_more(const struct wsp_stack_more *m)
+{
+	atomic_store_explicit(&stack_more, m, memory_order_release);
+}
+
 /* An allocation or a failure: both carry the caller's stack. */
 static void record_with_stack(unsigned type, unsigned kind, unsigned op, const void *addr, size_t size,
 			      const struct wsp_cuda_tag *tag)
@@ -453,7 +459,8 @@ static void record_with_stack(unsigned type, unsigned kind, unsigned op, const v
 	/* A Python program's stack: its Python frames in their places. */
 	const uintptr_t *frames = ips;
 	uint32_t known_merged = 0;
-	int merged = wsp_python_on ? wsp_python_stack(t, ips, depth, &frames, &known_merged) : 0;
+	const struct wsp_stack_more *more = atomic_load_explicit(&stack_more, memory_order_acquire);
+	int merged = more ? more->stack(t, ips, depth, &frames, &known_merged) : 0;
 	if (merged) {
 		depth = known_merged ? 0 : merged;
 		known = known_merged; /* the memo knows the native stack alone */
@@ -465,7 +472,7 @@ static void record_with_stack(unsigned type, unsigned kind, unsigned op, const v
 	if (!stack) {
 		stack = wsp_stack_intern(t, frames, depth, &p);
 		if (merged)
-			wsp_python_remember(t, (uint32_t)stack);
+			more->remember(t, (uint32_t)stack);
 		else
 			wsp_stack_remember_id(t, (uint32_t)stack);
 	}

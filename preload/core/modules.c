@@ -26,7 +26,6 @@
 #include "core.h"
 #include "base.h"
 #include "format.h"
-#include "python.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -53,6 +52,13 @@ static unsigned long long seen_adds, seen_subs;
 _Atomic bool wsp_dl_recent;
 static _Atomic uint64_t dl_call_ns;
 #define DL_WINDOW_NS 100000000u
+
+static void (*on_load)(const struct dl_phdr_info *info, const char *path);
+
+void wsp_modules_on_load(void (*fn)(const struct dl_phdr_info *info, const char *path))
+{
+	on_load = fn;
+}
 
 bool wsp_addr_in_self(uintptr_t ip)
 {
@@ -172,7 +178,8 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	known[nknown++] = (struct known){ info->dlpi_addr, h, true };
 	record_load(info, name);
-	wsp_python_module(info, name);
+	if (on_load)
+		on_load(info, name);
 	return 0;
 }
 

@@ -93,6 +93,7 @@ static void start(pid_t parent_traced)
 		return;
 	}
 	atomic_store(&wsp_state, WSP_ACTIVE);
+	wsp_modules_on_load(wsp_python_module); /* a CPython among them: Python frames from then on */
 	wsp_modules_init();
 	wsp_writer_on_flush(wsp_cuda_sample);     /* device memory samples go out with each flush */
 	wsp_writer_on_finish(wsp_sampler_finish); /* the sampler's last windows before the footer */

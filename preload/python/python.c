@@ -33,6 +33,10 @@
  * table is under the stack tree's lock, like stack nodes, and for the
  * same reason (a PY_CODE record precedes every use of its id).
  *
+ * It reaches the events through the core's wsp_events_stack_more, once it
+ * has found an interpreter whose layout validated, and hears of modules
+ * through wsp_modules_on_load (life/process.c registers it).
+ *
  * Reentrancy: runs inside a hook (guard held), before the event's
  * wsp_event_begin; never calls into Python but for the thread-state
  * lookup (a TLS read), never allocates but wsprof's own pages.
@@ -41,14 +45,11 @@
 #include "python.h"
 #include "pylayout.h"
 #include "format.h"
-#include "hooks.h" /* wsp_pool_alloc, for WSPROF_PYTHON_OBJECTS */
 
 #include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-bool wsp_python_on;
 
 static struct wsp_pylayout L;
 static uintptr_t code_type, unicode_type, bytes_type;
@@ -300,9 +301,13 @@ static void obj_free(void *ctx, void *p)
 		wsp_pool_free(obj_pool, (uintptr_t)p);
 }
 
-/* @return whether every small object is recorded from now on. */
+/* @return whether every small object is recorded from now on (once a
+ * process: a forked child keeps its parent's hook). */
 static bool hook_objects(const struct dl_phdr_info *info)
 {
+	static bool hooked;
+	if (hooked)
+		return true;
 	void (*get)(int, struct pymem_allocator *), (*set)(int, struct pymem_allocator *);
 	*(void **)&get = (void *)module_symbol(info, "PyMem_GetAllocator");
 	*(void **)&set = (void *)module_symbol(info, "PyMem_SetAllocator");
@@ -315,7 +320,7 @@ static bool hook_objects(const struct dl_phdr_info *info)
 		return false;
 	struct pymem_allocator mine = { NULL, obj_malloc, obj_calloc, obj_realloc, obj_free };
 	set(PYMEM_DOMAIN_OBJ, &mine);
-	return true;
+	return hooked = true;
 }
 
 /* tp_basicsize of a type object (PyObject_VAR_HEAD, then tp_name). */
@@ -372,7 +377,8 @@ void wsp_python_module(const struct dl_phdr_info *info, const char *path)
 	watch_code_deaths();
 	bool hooked = wsp_cfg.python_objects && hook_objects(info);
 	record_python(version, true, hooked, path, "");
-	wsp_python_on = true;
+	static const struct wsp_stack_more more = { wsp_python_stack, wsp_python_remember };
+	wsp_events_stack_more(&more);
 }
 
 /* ---- the walk ------------------------------------------------------- */

@@ -5,7 +5,7 @@
 #ifndef WSP_PYTHON_H
 #define WSP_PYTHON_H
 
-#include "core.h"
+#include "hooks.h" /* the layer below (and wsp_pool_alloc) */
 
 #include <link.h>
 
@@ -13,9 +13,6 @@
  * CPython of a known layout, Python stacks are recorded from now on, and
  * a PYTHON record says so (or says why not). */
 void wsp_python_module(const struct dl_phdr_info *info, const char *path);
-
-/* Set once an interpreter whose layout validated is loaded. */
-extern bool wsp_python_on;
 
 /* The calling thread's Python frames merged into its native stack
  * ips[0..depth) (innermost first, just unwound by wsp_stack_capture):
