@@ -469,3 +469,50 @@ Test(python, no_python_records_native_stacks_only)
 	for (size_t i = 0; i < n; i++)
 		free(py[i]);
 }
+
+/* The acceptance run of issue 19, where Debian's python3-torch is here:
+ * a CPU PyTorch training loop's top sites are lines of the script, and
+ * its flame graph runs from <module> through the script and PyTorch's
+ * Python down to c10::alloc_cpu. */
+Test(python, a_pytorch_training_loop_is_sited_at_its_script)
+{
+	struct wt_result probe;
+	cr_assert_eq(wt_run(&probe, (const char *[]){ "/usr/bin/python3", "-c", "import torch", NULL }), 0);
+	bool have = probe.status == 0;
+	wt_result_free(&probe);
+	if (!have)
+		cr_skip_test("no python3-torch here (apt-get install python3-torch)");
+	char *script = wt_path(getenv("WSPROF_SOURCE_ROOT"), "bench/torch_cpu_loop.py");
+	char *trace = wt_path(wt_test_dir(), "torch.wsp"), *folded = wt_path(wt_test_dir(), "torch.folded");
+	struct wt_result rec, cs, fl;
+	cr_assert_eq(wt_run(&rec, (const char *[]){ wt_wsprof(), "record", "-o", trace, "--", "/usr/bin/python3", script,
+						 "2", NULL }),
+		     0);
+	wt_assert_status(&rec, 0, "wsprof record torch_cpu_loop.py");
+	cr_assert_eq(wt_run(&cs, (const char *[]){ wt_wsprof(), "report", "callsites", "--top", "10", trace, NULL }), 0);
+	wt_assert_status(&cs, 0, "wsprof report callsites");
+	size_t lines = 0;
+	for (const char *p = cs.out; (p = strstr(p, "py <module> (torch_cpu_loop.py:")); p++)
+		lines++;
+	cr_expect_geq(lines, 3, "the top 10 sites hold at least 3 lines of the script:\n%s", cs.out);
+	cr_assert_eq(wt_run(&fl, (const char *[]){ wt_wsprof(), "report", "flame", "--format", "folded", "-o", folded,
+						trace, NULL }),
+		     0);
+	wt_assert_status(&fl, 0, "wsprof report flame --format folded");
+	char *text = wt_read_file(folded, NULL);
+	cr_assert(text, "no folded stacks written");
+	bool found = false;
+	for (char *line = strtok(text, "\n"); line && !found; line = strtok(NULL, "\n")) {
+		char *module = strstr(line, "py <module> (torch_cpu_loop.py:"), *torch = module ? strstr(module, ".py:") : NULL;
+		char *inner = torch ? strstr(torch + 4, "py ") : NULL, *alloc = inner ? strstr(inner, "c10::alloc_cpu") : NULL;
+		found = alloc != NULL;
+	}
+	cr_expect(found, "a flame stack from the script's <module> through PyTorch's Python to c10::alloc_cpu");
+	free(text);
+	wt_result_free(&fl);
+	wt_result_free(&cs);
+	wt_result_free(&rec);
+	free(folded);
+	free(trace);
+	free(script);
+}
