@@ -405,7 +405,7 @@ struct code_entry {
 	uint64_t deaths;  /* code_deaths when it was last checked (the thread's cache) */
 };
 
-#define THREAD_CODES 512 /* a direct-mapped cache */
+#define THREAD_CODES 1024 /* two ways a set */
 #define THREAD_STACKS 4096
 
 /* A merged stack the thread interned: the native stack's serial
@@ -537,14 +537,18 @@ static struct wsp_pythread *pythread(struct wsp_thread *t)
 }
 
 /* @return whether the thread runs Python (frames in py), false when not or when the walk gave up. */
-static bool walk(struct wsp_pythread *py)
+/* The calling thread's own thread state, 0 when it runs no Python. */
+static uintptr_t thread_state(void)
+{
+	if (!py_is_initialized())
+		return 0;
+	uintptr_t ts = (uintptr_t)py_this_thread_state();
+	return plausible(ts) ? ts : 0;
+}
+
+static bool walk(struct wsp_pythread *py, uintptr_t ts)
 {
 	py->nframes = py->nblocks = 0;
-	if (!py_is_initialized())
-		return false;
-	uintptr_t ts = (uintptr_t)py_this_thread_state();
-	if (!plausible(ts))
-		return false;
 	bool ok;
 	if (L.fr_is_entry != WSP_PY_NONE) {
 		ok = walk_cframes(py, ts);
@@ -664,11 +668,28 @@ static bool table_grow(void)
 	return true;
 }
 
+/* The process table's id of a code object, 0 when it has none (under the lock). */
+static uint32_t code_find_locked(const struct code_entry *k)
+{
+	if (!table_cap)
+		return 0;
+	size_t j = code_slot(k->code, table_cap);
+	for (; table[j].id; j = (j + 1) & (table_cap - 1))
+		if (table[j].code == k->code)
+			return same_key(&table[j], k) ? table[j].id : 0;
+	return 0;
+}
+
 /* The id of a code object not in the thread's cache: the process table's,
  * or a new one, whose PY_CODE record goes into the thread's buffer first.
  * @return 0 when recording stopped or memory ran out. */
 static uint32_t code_intern(struct wsp_thread *t, const struct code_entry *k)
 {
+	wsp_stacks_lock();
+	uint32_t known = code_find_locked(k); /* most often: another thread's, or one this thread's cache let go */
+	wsp_stacks_unlock();
+	if (known)
+		return known;
 	uint8_t *p = wsp_event_begin(t, CODE_RECORD_MAX);
 	if (!p)
 		return 0;
@@ -720,7 +741,10 @@ static bool codes_interned(struct wsp_thread *t, struct wsp_pythread *py)
 			py->frame[i].id = py->frame[i - 1].id; /* recursion: its caller's code, just checked */
 			continue;
 		}
-		struct code_entry *c = &py->codes[code_slot(code, THREAD_CODES)];
+		/* Two ways a set: the newer first. */
+		struct code_entry *c = &py->codes[code_slot(code, THREAD_CODES) & ~(size_t)1];
+		if (c[1].code == code)
+			c++;
 		if (c->id && c->code == code && c->deaths == deaths) {
 			py->frame[i].id = c->id; /* no code object died since it was checked */
 			continue;
@@ -731,6 +755,9 @@ static bool codes_interned(struct wsp_thread *t, struct wsp_pythread *py)
 			uint32_t id = code_intern(t, &k);
 			if (!id)
 				return false;
+			if (c->code != code) { /* a new one: the older way goes */
+				c[1] = c[0];
+			}
 			*c = k;
 			c->id = id;
 		}
@@ -804,11 +831,12 @@ void wsp_python_remember(struct wsp_thread *t, uint32_t id)
 int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **merged,
 		     uint32_t *known)
 {
-	struct wsp_pythread *py = pythread(t);
+	*known = 0;
+	uintptr_t ts = thread_state();
+	struct wsp_pythread *py = ts ? pythread(t) : NULL; /* threads that run no Python have none */
 	uintptr_t hi;
 	const uintptr_t *const *slot = py ? wsp_stack_slots(t, &hi) : NULL;
-	*known = 0;
-	if (!py || !walk(py))
+	if (!py || !walk(py, ts))
 		return 0;
 	if (!slot || !codes_interned(t, py))
 		return 0;
