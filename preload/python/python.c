@@ -56,6 +56,7 @@ static uintptr_t code_type, unicode_type, bytes_type;
 static int (*py_is_initialized)(void);
 static void *(*py_this_thread_state)(void);
 static bool seen; /* an interpreter was found (one per process) */
+static bool frames_on; /* ... and its frames are recorded */
 
 #define MAX_FRAMES 128      /* Python frames kept per event, innermost first */
 #define MAX_BLOCKS 64
@@ -329,10 +330,56 @@ static uint64_t type_basicsize(uintptr_t type)
 	return rd64(type + 32);
 }
 
-void wsp_python_module(const struct dl_phdr_info *info, const char *path)
+/* An interpreter found while its library was still being loaded (a
+ * dlopen's first allocations come before its relocations): looked at
+ * again at each of the next events (the dlopen is over by then), and
+ * every PENDING_EVERY after PENDING_SOON of them (a library that never
+ * looks ready costs little). */
+#define PENDING_SOON 1024
+#define PENDING_EVERY 256
+static uintptr_t pending_base;
+static char pending_path[4096];
+static atomic_flag detecting = ATOMIC_FLAG_INIT;
+
+static int find_pending(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	if (seen)
-		return;
+	(void)size;
+	(void)arg;
+	if (info->dlpi_addr != pending_base)
+		return 0;
+	wsp_python_module(info, pending_path);
+	return 1;
+}
+
+static int pending_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **frames,
+			 uint32_t *known);
+
+static void pending_remember(struct wsp_thread *t, uint32_t id)
+{
+	(void)t;
+	(void)id;
+}
+
+static const struct wsp_stack_more pending_more = { pending_stack, pending_remember };
+static const struct wsp_stack_more python_more = { wsp_python_stack, wsp_python_remember };
+
+static int pending_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **frames,
+			 uint32_t *known)
+{
+	static _Atomic unsigned calls;
+	*known = 0;
+	unsigned n = atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
+	if ((n > PENDING_SOON && n % PENDING_EVERY) || !pending_base)
+		return 0;
+	dl_iterate_phdr(find_pending, NULL);
+	return frames_on ? wsp_python_stack(t, ips, depth, frames, known) : 0;
+}
+
+/* Look at a module: an interpreter whose frames are recorded from now on,
+ * one whose frames cannot be (said once), not yet relocated (looked at
+ * again later), or no interpreter. */
+static void detect(const struct dl_phdr_info *info, const char *path)
+{
 	uintptr_t ver = module_symbol(info, "Py_Version");
 	if (!ver) {
 		const char *base = strrchr(path, '/');
@@ -343,11 +390,22 @@ void wsp_python_module(const struct dl_phdr_info *info, const char *path)
 		}
 		return;
 	}
+	code_type = module_symbol(info, "PyCode_Type");
+	uintptr_t type_type = module_symbol(info, "PyType_Type");
+	if (code_type && type_type && rd64(code_type + 8) != type_type) {
+		/* Not relocated yet: nothing of it can be called, nor changed. */
+		if (!pending_base) {
+			pending_base = info->dlpi_addr;
+			snprintf(pending_path, sizeof pending_path, "%s", path);
+			wsp_events_stack_more(&pending_more);
+		}
+		return;
+	}
 	seen = true;
+	pending_base = 0;
 	unsigned version = *(const uint32_t *)ver;
 	unsigned minor = (version >> 16) & 0xff;
 	uintptr_t runtime = module_symbol(info, "_PyRuntime");
-	code_type = module_symbol(info, "PyCode_Type");
 	unicode_type = module_symbol(info, "PyUnicode_Type");
 	bytes_type = module_symbol(info, "PyBytes_Type");
 	*(void **)&py_is_initialized = (void *)module_symbol(info, "Py_IsInitialized");
@@ -356,7 +414,8 @@ void wsp_python_module(const struct dl_phdr_info *info, const char *path)
 	char note[256];
 	if (version >> 24 != 3 || minor < 11)
 		why = "its version is not 3.11 or later";
-	else if (!code_type || !unicode_type || !bytes_type || !py_is_initialized || !py_this_thread_state || !runtime)
+	else if (!code_type || !type_type || !unicode_type || !bytes_type || !py_is_initialized || !py_this_thread_state ||
+		 !runtime)
 		why = "it does not export what the walk needs";
 	else if (minor == 11)
 		L = wsp_pylayout_311;
@@ -371,14 +430,24 @@ void wsp_python_module(const struct dl_phdr_info *info, const char *path)
 	if (why) {
 		snprintf(note, sizeof note, "Python %u.%u: no Python frames, %s", minor ? 3 : 0, minor, why);
 		record_python(version, false, false, path, note);
+		wsp_events_stack_more(NULL);
 		return;
 	}
 	make_factors();
 	watch_code_deaths();
 	bool hooked = wsp_cfg.python_objects && hook_objects(info);
 	record_python(version, true, hooked, path, "");
-	static const struct wsp_stack_more more = { wsp_python_stack, wsp_python_remember };
-	wsp_events_stack_more(&more);
+	frames_on = true;
+	wsp_events_stack_more(&python_more);
+}
+
+void wsp_python_module(const struct dl_phdr_info *info, const char *path)
+{
+	if (seen || atomic_flag_test_and_set(&detecting))
+		return; /* one interpreter a process; one thread looks at a time */
+	if (!seen)
+		detect(info, path);
+	atomic_flag_clear(&detecting);
 }
 
 /* ---- the walk ------------------------------------------------------- */
@@ -876,4 +945,5 @@ void wsp_python_reset_after_fork(void)
 	next_code_id = 0;
 	__atomic_fetch_add(&generation, 1, __ATOMIC_RELAXED);
 	seen = false; /* the child's trace says again what runs it */
+	frames_on = false;
 }

@@ -10,10 +10,12 @@
 
 EXPORT const unsigned long Py_Version = 0x030b02f0;
 EXPORT char _PyRuntime[4096];
-/* Type objects whose tp_basicsize (at byte 32) is no release 3.11's. */
-EXPORT uint64_t PyCode_Type[64] = { [4] = 999 };
-EXPORT uint64_t PyUnicode_Type[64] = { [4] = 999 };
-EXPORT uint64_t PyBytes_Type[64] = { [4] = 33 };
+/* Type objects (of type PyType_Type) whose tp_basicsize (at byte 32) is
+ * no release 3.11's. */
+EXPORT void *PyType_Type[64];
+EXPORT void *PyCode_Type[64] = { [1] = PyType_Type, [4] = (void *)999 };
+EXPORT void *PyUnicode_Type[64] = { [1] = PyType_Type, [4] = (void *)999 };
+EXPORT void *PyBytes_Type[64] = { [1] = PyType_Type, [4] = (void *)33 };
 
 EXPORT int Py_IsInitialized(void)
 {

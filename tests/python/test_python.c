@@ -516,3 +516,36 @@ Test(python, a_pytorch_training_loop_is_sited_at_its_script)
 	free(trace);
 	free(script);
 }
+
+/* libpython loaded with dlopen by a C program, after recording began:
+ * found then, and its Python frames recorded (Debian's libpython3.11,
+ * pyenv's libpython3.X, as found). */
+Test(python, an_interpreter_loaded_later_by_dlopen)
+{
+	glob_t g;
+	const char *home = getenv("HOME");
+	char pattern[4096];
+	snprintf(pattern, sizeof pattern, "{/usr/lib/x86_64-linux-gnu/libpython3.1[1-9].so.1.0,%s/.pyenv/versions/3.1[1-9]*/lib/libpython3.1[1-9].so.1.0}",
+		 home ? home : "/root");
+	if (glob(pattern, GLOB_BRACE, NULL, &g) != 0)
+		cr_skip_test("no libpython 3.11+ here (apt-get install libpython3.11)");
+	char *prog = wt_prog("embeds_python");
+	for (size_t k = 0; k < g.gl_pathc; k++) {
+		const char *lib = g.gl_pathv[k];
+		char *trace = wt_path(wt_test_dir(), "embedded.%zu.wsp", k), size[32];
+		snprintf(size, sizeof size, "%d", BASE + 50);
+		struct wt_result res;
+		cr_assert_eq(wt_run(&res, (const char *[]){ wt_wsprof(), "record", "-o", trace, "--", prog, lib, size, NULL }), 0);
+		wt_assert_status(&res, 0, lib);
+		cr_expect(strstr(res.out, "embeds_python: made"), "%s: the script ran: %s", lib, res.out);
+		struct reading r;
+		read_trace(&r, trace);
+		cr_expect(r.python->seen && r.python->frames, "%s: found after its dlopen, with Python frames", lib);
+		expect_at(&r, lib, BASE + 50, "embedded", "<string>", 2);
+		reading_free(&r);
+		wt_result_free(&res);
+		free(trace);
+	}
+	free(prog);
+	globfree(&g);
+}
