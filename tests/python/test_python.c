@@ -549,3 +549,74 @@ Test(python, an_interpreter_loaded_later_by_dlopen)
 	free(prog);
 	globfree(&g);
 }
+
+/* What a user reads and sees: --stacks picks the frames every report
+ * shows, the heatmap by call site and the flame graph name the lines, and
+ * Python boxes are blue where native ones are warm. */
+static char *report(const char *const argv[])
+{
+	struct wt_result r;
+	cr_assert_eq(wt_run(&r, argv), 0);
+	wt_assert_status(&r, 0, argv[2]);
+	char *out = r.out;
+	r.out = NULL;
+	wt_result_free(&r);
+	return out;
+}
+
+Test(python, the_views_and_pictures_show_python_frames)
+{
+	char *py[16];
+	size_t n = pythons(py, 16);
+	if (!n)
+		cr_skip_test("no CPython 3.11+ here");
+	struct wt_recording rec;
+	char *script;
+	record_known(py[0], NULL, NULL, &rec, &script);
+	char want[256];
+	snprintf(want, sizeof want, "py Holder.method (known.py:%d)", marker_line(script, "method"));
+	const char *w = wt_wsprof(), *t = rec.trace;
+
+	char *native = report((const char *[]){ w, "report", "callsites", "--stacks", "native", "--full-stacks", t, NULL });
+	cr_expect(!strstr(native, "at py "), "--stacks native shows no Python frame");
+	char *python = report((const char *[]){ w, "report", "callsites", "--stacks=python", "--full-stacks", "--top", "0",
+						 t, NULL });
+	cr_expect(strstr(python, want), "--stacks python sites at %s", want);
+	/* The row of Holder.method: only Python frames under it. */
+	const char *row = strstr(python, want), *line = row ? strchr(row, '\n') : NULL;
+	size_t frames = 0;
+	for (; line && !strncmp(line + 1, "      at ", 9); line = strchr(line + 1, '\n'), frames++)
+		cr_expect(!strncmp(line + 10, "py ", 3), "--stacks python shows Python frames alone: %.60s", line + 1);
+	cr_expect_geq(frames, 2, "Holder.method's stack: itself and <module>");
+	char *merged = report((const char *[]){ w, "report", "callsites", "--stacks", "merged", "--top", "0", t, NULL });
+	cr_expect(!strstr(merged, "py Holder.method"), "--stacks merged sites at the first frame, native code");
+	struct wt_result bad;
+	cr_assert_eq(wt_run(&bad, (const char *[]){ w, "report", "callsites", "--stacks", "java", t, NULL }), 0);
+	cr_expect_eq(bad.status, 2, "an unknown view is refused");
+	cr_expect(strstr(bad.err, "use python, native or merged"), "in one line that says what to use: %s", bad.err);
+
+	char *heat = report((const char *[]){ w, "report", "heatmap", "--by", "callsite", "--top", "45", t, NULL });
+	cr_expect(strstr(heat, "py made_") && strstr(heat, " (<string>:2) "), "the heatmap by call site names Python lines:\n%s", heat);
+	char *svg_path = wt_path(rec.dir, "flame.svg");
+	free(report((const char *[]){ w, "report", "flame", "--metric", "bytes", "-o", svg_path, t, NULL }));
+	char *svg = wt_read_file(svg_path, NULL);
+	cr_assert(svg, "no flame graph written");
+	/* The box whose title is a Python line: its fill is blue (b > r). */
+	const char *title = strstr(svg, "<title>py Holder.method");
+	cr_assert(title, "the flame graph has a box for Holder.method");
+	const char *fill = strstr(title, "fill=\"rgb(");
+	unsigned r = 0, g = 0, b = 0;
+	cr_assert(fill && sscanf(fill, "fill=\"rgb(%u,%u,%u)", &r, &g, &b) == 3, "its box has a fill");
+	cr_expect_gt(b, r, "a Python box is blue: rgb(%u,%u,%u)", r, g, b);
+	free(svg);
+	free(svg_path);
+	free(heat);
+	wt_result_free(&bad);
+	free(merged);
+	free(python);
+	free(native);
+	free(script);
+	wt_recording_free(&rec);
+	for (size_t i = 0; i < n; i++)
+		free(py[i]);
+}
