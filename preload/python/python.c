@@ -474,7 +474,7 @@ struct code_entry {
 	uint64_t deaths;  /* code_deaths when it was last checked (the thread's cache) */
 };
 
-#define THREAD_CODES 1024 /* two ways a set */
+#define THREAD_CODES 4096 /* two ways a set: the hot code of a large program */
 #define THREAD_STACKS 4096
 
 /* A merged stack the thread interned: the native stack's serial
@@ -484,13 +484,40 @@ struct merged_entry {
 	uint32_t id;
 };
 
+/* What a frame of the walk was found holding: a later walk that would
+ * read the same (the same frames with the same code, instruction and
+ * caller) gives the same result, which it can tell with loads that do not
+ * wait for each other, where the walk's each wait for the last. */
+struct visit {
+	uintptr_t frame, code, instr;
+};
+
+#define MEMO_VISITS 160 /* frames looked at (shims too) by a walk kept for later */
+#define MEMO_WALKS 4
+
+/* One walk of the thread's frames, and what it read. */
+struct pywalk {
+	int nframes, nblocks;
+	struct pyframe frame[MAX_FRAMES];
+	struct block block[MAX_BLOCKS];
+	int nvisit;               /* 0: not kept (too deep, or not made) */
+	struct visit visit[MEMO_VISITS];
+	uintptr_t last_previous;  /* the last frame's caller */
+	uintptr_t first;          /* 3.12+: the innermost frame; 3.11: the innermost _PyCFrame */
+	int ncframes;             /* 3.11: the _PyCFrames read, and their frames */
+	uintptr_t cframe[MAX_BLOCKS + 1], cframe_frame[MAX_BLOCKS + 1];
+	unsigned generation;      /* of the code ids in frame[] */
+	uint64_t deaths;          /* code_deaths when they were checked */
+	uint32_t serial, merged;  /* the last native stack it was merged with (wsp_stack_serial), and the id */
+};
+
 struct wsp_pythread {
 	unsigned generation;
 	struct merged_entry *pending; /* where the stack being recorded goes once interned */
 	uint64_t h1, h2;
-	int nframes, nblocks;
-	struct pyframe frame[MAX_FRAMES];
-	struct block block[MAX_BLOCKS];
+	struct pywalk *cur;           /* the walk of the event being recorded */
+	unsigned next;                /* the walk to replace next */
+	struct pywalk walks[MEMO_WALKS];
 	uintptr_t merged[MERGED_MAX];
 	struct code_entry codes[THREAD_CODES];
 	struct merged_entry stacks[THREAD_STACKS];
@@ -513,23 +540,35 @@ static bool is_code(uintptr_t code)
 	return plausible(code) && rdp(code, 8) == code_type;
 }
 
-static void push(struct wsp_pythread *py, uintptr_t code, uintptr_t frame)
+/* A frame looked at: kept while the walk fits, for a later one to check against. */
+static void visited(struct pywalk *w, uintptr_t frame, uintptr_t code, uintptr_t instr)
 {
-	if (py->nframes == MAX_FRAMES)
+	if (w->nvisit < 0)
 		return;
-	uintptr_t first = code + L.co_code_adaptive, instr = rdp(frame, L.fr_instr);
-	uint64_t units = instr >= first ? (instr - first) / 2 + 1 : 0;
-	py->frame[py->nframes++] = (struct pyframe){ code, units > 0xfffffe ? 0xffffff : (uint32_t)units, 0 };
+	if (w->nvisit == MEMO_VISITS) {
+		w->nvisit = -1; /* too deep to keep */
+		return;
+	}
+	w->visit[w->nvisit++] = (struct visit){ frame, code, instr };
 }
 
-static bool close_block(struct wsp_pythread *py, uintptr_t anchor)
+static void push(struct pywalk *w, uintptr_t code, uintptr_t instr)
 {
-	int start = py->nblocks ? py->block[py->nblocks - 1].end : 0;
-	if (py->nframes == start)
+	if (w->nframes == MAX_FRAMES)
+		return;
+	uintptr_t first = code + L.co_code_adaptive;
+	uint64_t units = instr >= first ? (instr - first) / 2 + 1 : 0;
+	w->frame[w->nframes++] = (struct pyframe){ code, units > 0xfffffe ? 0xffffff : (uint32_t)units, 0 };
+}
+
+static bool close_block(struct pywalk *w, uintptr_t anchor)
+{
+	int start = w->nblocks ? w->block[w->nblocks - 1].end : 0;
+	if (w->nframes == start)
 		return true;
-	if (py->nblocks == MAX_BLOCKS)
+	if (w->nblocks == MAX_BLOCKS)
 		return false;
-	py->block[py->nblocks++] = (struct block){ py->nframes, anchor };
+	w->block[w->nblocks++] = (struct block){ w->nframes, anchor };
 	return true;
 }
 
@@ -537,25 +576,32 @@ static bool close_block(struct wsp_pythread *py, uintptr_t anchor)
  * those from its current one out to the one it began with, whose caller
  * is the current frame of the _PyCFrame before it (the loop's prologue
  * links them so): no need to read each frame's is_entry. */
-static bool walk_cframes(struct wsp_pythread *py, uintptr_t ts)
+static bool walk_cframes(struct pywalk *w, uintptr_t ts)
 {
 	uintptr_t cf = rdp(ts, L.ts_cframe);
+	w->first = cf;
 	size_t steps = 0;
 	while (plausible(cf)) {
+		if (w->ncframes == MAX_BLOCKS + 1)
+			return false;
 		uintptr_t f = rdp(cf, L.cframe_frame), prev = rdp(cf, L.cframe_previous);
+		w->cframe[w->ncframes] = cf;
+		w->cframe_frame[w->ncframes++] = f;
 		if (!f)
 			break; /* the thread state's root _PyCFrame */
 		uintptr_t stop = plausible(prev) ? rdp(prev, L.cframe_frame) : 0;
 		while (f != stop) {
 			if (!plausible(f) || ++steps > WALK_LIMIT)
 				return false;
-			uintptr_t code = rdp(f, L.fr_code);
+			uintptr_t code = rdp(f, L.fr_code), instr = rdp(f, L.fr_instr);
 			if (!is_code(code))
 				return false;
-			push(py, code, f);
+			visited(w, f, code, instr);
+			push(w, code, instr);
 			f = rdp(f, L.fr_previous);
 		}
-		if (!close_block(py, cf))
+		w->last_previous = f;
+		if (!close_block(w, cf))
 			return false;
 		cf = prev;
 	}
@@ -564,22 +610,24 @@ static bool walk_cframes(struct wsp_pythread *py, uintptr_t ts)
 
 /* 3.12+: one chain of frames; a call of the evaluation loop from C
  * pushes a shim frame (owned by the C stack, on it) outside its first. */
-static bool walk_frames(struct wsp_pythread *py, uintptr_t f)
+static bool walk_frames(struct pywalk *w, uintptr_t f)
 {
 	uintptr_t tortoise = f;
 	size_t steps = 0, power = 1, lam = 0;
+	w->first = f;
 	while (f) {
 		if (!plausible(f) || ++steps > WALK_LIMIT)
 			return false;
-		uintptr_t code = rdp(f, L.fr_code);
+		uintptr_t code = rdp(f, L.fr_code), instr = rdp(f, L.fr_instr);
+		visited(w, f, code, instr);
 		/* 3.13's shim runs no code object (None): only then is its owner read. */
 		bool code_ok = is_code(code);
 		if ((L.minor == 12 || !code_ok) && *(const uint8_t *)(f + L.fr_owner) == WSP_PY_OWNED_BY_CSTACK) {
-			if (!close_block(py, f))
+			if (!close_block(w, f))
 				return false;
 		} else if (code_ok) {
 			if (L.minor < 13 || !(*(const int32_t *)(code + L.co_flags) & WSP_PY_CO_NO_MONITORING))
-				push(py, code, f);
+				push(w, code, instr);
 		} else if (L.minor < 13) {
 			return false; /* 3.13 frames may run other things than code */
 		}
@@ -592,7 +640,8 @@ static bool walk_frames(struct wsp_pythread *py, uintptr_t f)
 			lam = 0;
 		}
 	}
-	return close_block(py, 0);
+	w->last_previous = 0;
+	return close_block(w, 0);
 }
 
 static struct wsp_pythread *pythread(struct wsp_thread *t)
@@ -615,19 +664,62 @@ static uintptr_t thread_state(void)
 	return plausible(ts) ? ts : 0;
 }
 
-static bool walk(struct wsp_pythread *py, uintptr_t ts)
+/* The innermost frame (3.12+) or _PyCFrame (3.11) a walk starts from. */
+static uintptr_t walk_start(uintptr_t ts)
 {
-	py->nframes = py->nblocks = 0;
+	if (L.fr_is_entry != WSP_PY_NONE)
+		return rdp(ts, L.ts_cframe);
+	if (L.ts_frame != WSP_PY_NONE)
+		return rdp(ts, L.ts_frame);
+	uintptr_t cf = rdp(ts, L.ts_cframe); /* 3.12: the innermost frame is still kept in the _PyCFrame */
+	return plausible(cf) ? rdp(cf, L.cframe_frame) : 0;
+}
+
+static bool walk(struct pywalk *w, uintptr_t ts)
+{
+	w->nframes = w->nblocks = w->nvisit = w->ncframes = 0;
+	w->serial = w->merged = 0;
 	bool ok;
 	if (L.fr_is_entry != WSP_PY_NONE) {
-		ok = walk_cframes(py, ts);
-	} else if (L.ts_frame != WSP_PY_NONE) {
-		ok = walk_frames(py, rdp(ts, L.ts_frame));
-	} else { /* 3.12: the innermost frame is still kept in the _PyCFrame */
-		uintptr_t cf = rdp(ts, L.ts_cframe);
-		ok = plausible(cf) && walk_frames(py, rdp(cf, L.cframe_frame));
+		ok = walk_cframes(w, ts);
+	} else {
+		uintptr_t f = walk_start(ts);
+		ok = (f || L.ts_frame != WSP_PY_NONE) && walk_frames(w, f);
 	}
-	return ok && py->nframes > 0;
+	if (!ok || w->nframes == 0) {
+		w->nvisit = 0;
+		return false;
+	}
+	if (w->nvisit < 0)
+		w->nvisit = 0;
+	return true;
+}
+
+/* Would walking now read what w's walk read? Then its frames, blocks and
+ * code ids stand (no code object died since: code_deaths). Each frame is
+ * read only once the one before it is shown live and linked to it (the
+ * first is the thread's own now): an old walk's frame may be freed memory,
+ * whose reads only run ahead speculatively. */
+static bool walk_stands(const struct pywalk *w, uintptr_t start, unsigned gen, uint64_t deaths)
+{
+	if (!w->nvisit || w->first != start || w->generation != gen || w->deaths != deaths)
+		return false;
+	for (int k = 0; k < w->ncframes; k++) { /* 3.11 */
+		if (rdp(w->cframe[k], L.cframe_frame) != w->cframe_frame[k])
+			return false;
+		if (k + 1 < w->ncframes && rdp(w->cframe[k], L.cframe_previous) != w->cframe[k + 1])
+			return false;
+	}
+	if (w->ncframes && w->visit[0].frame != w->cframe_frame[0])
+		return false;
+	for (int i = 0; i < w->nvisit; i++) {
+		const struct visit *v = &w->visit[i];
+		uintptr_t next = i + 1 < w->nvisit ? w->visit[i + 1].frame : w->last_previous;
+		if (rdp(v->frame, L.fr_code) != v->code || rdp(v->frame, L.fr_instr) != v->instr ||
+		    rdp(v->frame, L.fr_previous) != next)
+			return false;
+	}
+	return true;
 }
 
 /* ---- code objects --------------------------------------------------- */
@@ -795,19 +887,15 @@ static uint32_t code_intern(struct wsp_thread *t, const struct code_entry *k)
 	return id;
 }
 
-static bool codes_interned(struct wsp_thread *t, struct wsp_pythread *py)
+/* The ids of the walk's code objects, from the thread's cache or found
+ * and recorded now. */
+static bool codes_interned(struct wsp_thread *t, struct wsp_pythread *py, struct pywalk *w, unsigned gen,
+			   uint64_t deaths)
 {
-	unsigned gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
-	if (py->generation != gen) {
-		memset(py->codes, 0, sizeof py->codes);
-		memset(py->stacks, 0, sizeof py->stacks);
-		py->generation = gen;
-	}
-	uint64_t deaths = atomic_load_explicit(&code_deaths, memory_order_acquire);
-	for (int i = 0; i < py->nframes; i++) {
-		uintptr_t code = py->frame[i].code;
-		if (i && code == py->frame[i - 1].code) {
-			py->frame[i].id = py->frame[i - 1].id; /* recursion: its caller's code, just checked */
+	for (int i = 0; i < w->nframes; i++) {
+		uintptr_t code = w->frame[i].code;
+		if (i && code == w->frame[i - 1].code) {
+			w->frame[i].id = w->frame[i - 1].id; /* recursion: its caller's code, just checked */
 			continue;
 		}
 		/* Two ways a set: the newer first. */
@@ -815,7 +903,7 @@ static bool codes_interned(struct wsp_thread *t, struct wsp_pythread *py)
 		if (c[1].code == code)
 			c++;
 		if (c->id && c->code == code && c->deaths == deaths) {
-			py->frame[i].id = c->id; /* no code object died since it was checked */
+			w->frame[i].id = c->id; /* no code object died since it was checked */
 			continue;
 		}
 		struct code_entry k;
@@ -824,25 +912,26 @@ static bool codes_interned(struct wsp_thread *t, struct wsp_pythread *py)
 			uint32_t id = code_intern(t, &k);
 			if (!id)
 				return false;
-			if (c->code != code) { /* a new one: the older way goes */
+			if (c->code != code) /* a new one: the older way goes */
 				c[1] = c[0];
-			}
 			*c = k;
 			c->id = id;
 		}
 		c->deaths = deaths;
-		py->frame[i].id = c->id;
+		w->frame[i].id = c->id;
 	}
+	w->generation = gen;
+	w->deaths = deaths;
 	return true;
 }
 
 /* ---- placing the blocks --------------------------------------------- */
 
-static int copy_block(struct wsp_pythread *py, int b, int out)
+static int copy_block(struct wsp_pythread *py, const struct pywalk *w, int b, int out)
 {
-	int start = b ? py->block[b - 1].end : 0;
-	for (int i = start; i < py->block[b].end && out < MERGED_MAX; i++)
-		py->merged[out++] = WSPROF_PYFRAME_IP(py->frame[i].id, py->frame[i].instr);
+	int start = b ? w->block[b - 1].end : 0;
+	for (int i = start; i < w->block[b].end && out < MERGED_MAX; i++)
+		py->merged[out++] = WSPROF_PYFRAME_IP(w->frame[i].id, w->frame[i].instr);
 	return out;
 }
 
@@ -863,7 +952,7 @@ static inline uint64_t place_factor(int i)
 /* Has the thread interned this stack before? The same native stack (its
  * serial) and the same Python frames in the same blocks place the blocks
  * alike: their anchors lie in the same native frames. */
-static uint32_t merged_known(struct wsp_pythread *py, uint32_t serial, int depth)
+static uint32_t merged_known(struct wsp_pythread *py, const struct pywalk *w, uint32_t serial, int depth)
 {
 	py->pending = NULL;
 	if (!serial)
@@ -872,15 +961,15 @@ static uint32_t merged_known(struct wsp_pythread *py, uint32_t serial, int depth
 	 * multiplies do not wait for each other (a chain of mixes was most of
 	 * the cost of a 40-frame stack), mixed once at the end. */
 	uint64_t h1 = (uint64_t)serial << 32 | (uint32_t)depth, h2 = ~h1;
-	for (int b = 0; b < py->nblocks; b++)
-		h1 += (uint64_t)py->block[b].end * place_factor(b), h2 ^= (uint64_t)py->block[b].end << (b & 31);
-	for (int i = 0; i < py->nframes; i++) {
-		uint64_t k = (uint64_t)py->frame[i].id << 24 | py->frame[i].instr;
+	for (int b = 0; b < w->nblocks; b++)
+		h1 += (uint64_t)w->block[b].end * place_factor(b), h2 ^= (uint64_t)w->block[b].end << (b & 31);
+	for (int i = 0; i < w->nframes; i++) {
+		uint64_t k = (uint64_t)w->frame[i].id << 24 | w->frame[i].instr;
 		h1 += k * place_factor(i);
 		h2 += (k ^ (k >> 17)) * place_factor(i + MAX_FRAMES);
 	}
 	h1 = mix(h1);
-	h2 = mix(h2 ^ (uint64_t)py->nframes << 40);
+	h2 = mix(h2 ^ (uint64_t)w->nframes << 40);
 	struct merged_entry *e = &py->stacks[h1 & (THREAD_STACKS - 1)];
 	if (e->id && e->h1 == h1 && e->h2 == h2)
 		return e->id;
@@ -893,8 +982,43 @@ static uint32_t merged_known(struct wsp_pythread *py, uint32_t serial, int depth
 void wsp_python_remember(struct wsp_thread *t, uint32_t id)
 {
 	struct wsp_pythread *py = t->py;
-	if (py && py->pending && id)
+	if (!py || !id)
+		return;
+	if (py->pending)
 		*py->pending = (struct merged_entry){ py->h1, py->h2, id };
+	if (py->cur && py->cur->serial)
+		py->cur->merged = id;
+}
+
+/* The thread's Python frames now: a walk kept from an earlier event if
+ * walking again would read the same, else a new walk (its code objects
+ * named). NULL when the thread runs no Python frames now, or the walk
+ * gave up. */
+static struct pywalk *frames_now(struct wsp_thread *t, struct wsp_pythread *py, uintptr_t ts)
+{
+	unsigned gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
+	if (py->generation != gen) {
+		memset(py->codes, 0, sizeof py->codes);
+		memset(py->stacks, 0, sizeof py->stacks);
+		for (int k = 0; k < MEMO_WALKS; k++)
+			py->walks[k].nvisit = 0;
+		py->generation = gen;
+	}
+	uint64_t deaths = atomic_load_explicit(&code_deaths, memory_order_acquire);
+	uintptr_t start = walk_start(ts);
+	if (py->cur && walk_stands(py->cur, start, gen, deaths))
+		return py->cur;
+	for (int k = 0; k < MEMO_WALKS; k++)
+		if (&py->walks[k] != py->cur && walk_stands(&py->walks[k], start, gen, deaths))
+			return py->cur = &py->walks[k];
+	struct pywalk *w = &py->walks[py->next];
+	py->next = (py->next + 1) % MEMO_WALKS;
+	py->cur = w;
+	if (!walk(w, ts) || !codes_interned(t, py, w, gen, deaths)) {
+		w->nvisit = 0;
+		return NULL;
+	}
+	return w;
 }
 
 int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **merged,
@@ -905,15 +1029,24 @@ int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, cons
 	struct wsp_pythread *py = ts ? pythread(t) : NULL; /* threads that run no Python have none */
 	uintptr_t hi;
 	const uintptr_t *const *slot = py ? wsp_stack_slots(t, &hi) : NULL;
-	if (!py || !walk(py, ts))
+	struct pywalk *w = py && slot ? frames_now(t, py, ts) : NULL;
+	if (!w)
 		return 0;
-	if (!slot || !codes_interned(t, py))
-		return 0;
-	if ((*known = merged_known(py, wsp_stack_serial(t), depth)))
-		return depth + py->nframes;
+	uint32_t serial = wsp_stack_serial(t);
+	py->pending = NULL;
+	if (serial && w->serial == serial && w->merged) {
+		*known = w->merged; /* the same native stack as the walk's last event */
+		return depth + w->nframes;
+	}
+	w->serial = serial;
+	w->merged = 0;
+	if ((*known = merged_known(py, w, serial, depth))) {
+		w->merged = *known;
+		return depth + w->nframes;
+	}
 	int out = 0, n = 0, b = 0;
-	for (; b < py->nblocks; b++) {
-		uintptr_t a = py->block[b].anchor;
+	for (; b < w->nblocks; b++) {
+		uintptr_t a = w->block[b].anchor;
 		int i = n;
 		while (i < depth && !(a > (uintptr_t)slot[i] && a < (i + 1 < depth ? (uintptr_t)slot[i + 1] : hi)))
 			i++;
@@ -921,12 +1054,12 @@ int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, cons
 			break; /* not in the stack unwound (past its depth): this block and those outside it go last */
 		for (; n < i && out < MERGED_MAX; n++)
 			py->merged[out++] = ips[n];
-		out = copy_block(py, b, out);
+		out = copy_block(py, w, b, out);
 	}
 	for (; n < depth && out < MERGED_MAX; n++)
 		py->merged[out++] = ips[n];
-	for (; b < py->nblocks; b++)
-		out = copy_block(py, b, out);
+	for (; b < w->nblocks; b++)
+		out = copy_block(py, w, b, out);
 	*merged = py->merged;
 	return out;
 }
