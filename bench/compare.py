@@ -399,8 +399,8 @@ def machine():
 def kept_block(path, name, missing):
     """A section of the output file that another hand owns, between
     <!-- name --> and <!-- /name -->, kept as it is: billion.sh writes
-    its own (bench/billion.sh -o), the profiles and release_cost.sh's and
-    symbols.sh's figures are written by hand."""
+    its own (bench/billion.sh -o), the profiles and release_cost.sh's,
+    symbols.sh's and python_cost.sh's figures are written by hand."""
     try:
         with open(path) as f:
             m = re.search(r"<!-- " + re.escape(name) + r" -->.*?<!-- /" + re.escape(name) + r" -->\n", f.read(), re.S)
@@ -421,6 +421,8 @@ def document(rows, notes, args, started):
                          "Not measured yet: `bench/release_cost.sh build`.\n")
     symbols = kept_block(args.output, "symbols.sh", "## Naming the frames of a large program (bench/symbols.sh)\n\n"
                          "Not measured yet: `bench/symbols.sh build 20 3`.\n")
+    python = kept_block(args.output, "python_cost.sh", "## Python frames (bench/python_cost.sh)\n\n"
+                        "Not measured yet: `bench/python_cost.sh build 5 5`.\n")
     return f"""# Benchmarks: wsprof and heaptrack
 
 Written by `{cmd}{" --tiny" if args.tiny else ""}` on {started} UTC{" (tiny inputs: the figures mean nothing)" if args.tiny else ""}.
@@ -461,6 +463,7 @@ Seconds per million events (wall and CPU) to read the trace of the same run and 
 {billion}
 {release}
 {symbols}
+{python}
 ## Reproduce
 
 ```sh
@@ -469,6 +472,7 @@ bench/compare.py --build build --runs 5        # about 15 minutes; writes BENCHM
 bench/compare.py --only deep --runs 3 --output /tmp/deep.md
 bench/billion.sh -o BENCHMARKS.md build        # the analyzer on a generated trace of 10^9 events
 bench/symbols.sh build 20 3                    # naming a PyTorch program's frames (installs python3-torch)
+bench/python_cost.sh build 5 5                 # what Python frames cost against native-only recording
 ```
 
 The workloads are `bench/deep.c`, `bench/mix.c`, `bench/annotated.c` and `bench/cudaheavy.c`

@@ -53,7 +53,7 @@ shape() { # name, then the program and its arguments
 	pb=$(stat -c %s "$tmp/p.wsp")
 	awk -v n="$name" -v pl="$plain" -v na="$native" -v py="$python" -v ev="$ev" -v nb="$nb" -v pb="$pb" 'BEGIN {
 		cn = (na - pl) * 1e9 / ev; cp = (py - pl) * 1e9 / ev
-		printf "| %s | %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f |\n", n, ev, pl, na, py, cn, cp, cp / cn, nb / ev, pb / ev, pb / nb
+		printf "| %s | %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.2f | %.3f | %.3f | %.2f |\n", n, ev, pl, na, py, cn, cp, cp / cn, nb / ev, pb / ev, pb / nb
 	}'
 }
 
