@@ -29,9 +29,17 @@
  * under an id; the id is kept by the code object's address together with
  * its qualified name's and line table's addresses, first line and the
  * name's hash, so a dead code object whose address a new one takes gets a
- * new id. A per-thread cache answers without a lock; the process-wide
- * table is under the stack tree's lock, like stack nodes, and for the
- * same reason (a PY_CODE record precedes every use of its id).
+ * new id. A per-thread cache answers without a lock, and without reading
+ * the code object while no code object has died (PyCode_Type's tp_dealloc
+ * is wrapped to count deaths); the process-wide table is under the stack
+ * tree's lock, like stack nodes, and for the same reason (a PY_CODE
+ * record precedes every use of its id).
+ *
+ * Cost: a thread keeps its last walks and what each read; when its frames
+ * hold the same now, checking that is loads which do not wait for each
+ * other, where a walk's each wait for the last. A merged stack the thread
+ * interned before is found by its native stack's memo serial and its
+ * Python frames, so most events intern nothing.
  *
  * It reaches the events through the core's wsp_events_stack_more, once it
  * has found an interpreter whose layout validated, and hears of modules
@@ -474,8 +482,8 @@ struct code_entry {
 	uint64_t deaths;  /* code_deaths when it was last checked (the thread's cache) */
 };
 
-#define THREAD_CODES 4096 /* two ways a set: the hot code of a large program */
-#define THREAD_STACKS 4096
+#define THREAD_CODES 2048 /* two ways a set */
+#define THREAD_STACKS 2048
 
 /* A merged stack the thread interned: the native stack's serial
  * (wsp_stack_serial) and its Python frames, hashed, to its id. */
@@ -1062,12 +1070,6 @@ int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, cons
 		out = copy_block(py, w, b, out);
 	*merged = py->merged;
 	return out;
-}
-
-void wsp_python_thread_free(struct wsp_pythread *p)
-{
-	if (p)
-		wsp_pages_free(p, sizeof *p);
 }
 
 void wsp_python_reset_after_fork(void)

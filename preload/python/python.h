@@ -28,8 +28,7 @@ int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, cons
 		     uint32_t *known);
 void wsp_python_remember(struct wsp_thread *t, uint32_t id);
 
-/* The thread's Python state (the code cache), freed with its entry. */
-void wsp_python_thread_free(struct wsp_pythread *p);
+/* A forked child's trace defines its code objects and stacks again. */
 void wsp_python_reset_after_fork(void);
 
 #endif
