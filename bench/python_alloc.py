@@ -52,7 +52,7 @@ def grow(n):
 
 
 shapes = {"flat": lambda: flat(200000 * SCALE), "deep": lambda: down(40, 200000 * SCALE),
-          "many": lambda: many(200000 * SCALE), "grow": lambda: grow(400000 * SCALE)}
+          "many": lambda: many(200000 * SCALE), "grow": lambda: grow(4000000 * SCALE)}
 for name, run in shapes.items():
     if SHAPE in (name, "all"):
         run()
