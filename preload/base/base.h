@@ -45,6 +45,12 @@ size_t wsp_bootstrap_size(const void *p);
 
 /* Start one of wsprof's own threads, born with every signal blocked. */
 int wsp_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *));
+/* Has the program no thread left, only wsprof's? (Its last thread ended
+ * with pthread_exit: without wsprof the process would exit with status
+ * 0, and wsprof's threads must not keep it alive.) From /proc/self/stat;
+ * false when that cannot be read. */
+bool wsp_threads_only_own(void);
+void wsp_threads_reset_after_fork(void); /* a forked child has none of wsprof's threads */
 
 /* ---- fds.c ---------------------------------------------------------- */
 

@@ -471,6 +471,14 @@ static void *writer_main(void *arg)
 			return NULL;
 		}
 		bool due = passed(&next);
+		if (due && wsp_threads_only_own() && wsp_is_traced_process()) {
+			/* The program's last thread ended with pthread_exit: the
+			 * process ends as it would have without wsprof's threads,
+			 * as glibc ends it then (exit(0): atexit handlers, and the
+			 * trace finished by its destructor). */
+			wsp_set_ending(WSPROF_END_EXIT, 0);
+			exit(0);
+		}
 		if (due) {
 			wsp_tls.writing = true;
 			for (size_t i = 0; i < atomic_load(&n_on_flush); i++)

@@ -199,6 +199,7 @@ static void fork_child(void)
 {
 	if (fork_locked) {
 		pid_t parent = wsp_pid;
+		wsp_threads_reset_after_fork();
 		wsp_events_reset_after_fork();
 		wsp_stacks_reset_after_fork();
 		wsp_python_reset_after_fork();
