@@ -6,39 +6,24 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
-static char *dup_str(const uint8_t *s, size_t n)
+int wsp_pycodes_add(struct wsp_pycodes *c, uint64_t id, uint64_t firstlineno, char *qualname, char *filename,
+		    uint8_t *linetable, size_t ln)
 {
-	char *d = malloc(n + 1);
-	if (d) {
-		memcpy(d, s, n);
-		d[n] = 0;
+	int err = 0;
+	wsprof_pycode **page = id && id < (uint64_t)WSP_PYCODE_PAGE * WSP_PYCODE_PAGES ? &c->page[id / WSP_PYCODE_PAGE] : NULL;
+	if (!page)
+		err = WSPROF_E_CORRUPT;
+	else if (!qualname || !filename || !linetable || (!*page && !(*page = calloc(WSP_PYCODE_PAGE, sizeof **page))))
+		err = -ENOMEM;
+	wsprof_pycode *e = err ? NULL : &(*page)[id % WSP_PYCODE_PAGE];
+	if (!e || e->qualname) { /* defined again (a damaged trace): the first stands, its pointers may be in use */
+		free(qualname);
+		free(filename);
+		free(linetable);
+		return err;
 	}
-	return d;
-}
-
-int wsp_pycodes_add(struct wsp_pycodes *c, uint64_t id, uint64_t firstlineno, const uint8_t *qualname, size_t qn,
-		    const uint8_t *filename, size_t fn, const uint8_t *linetable, size_t ln)
-{
-	if (id == 0 || id >= (uint64_t)WSP_PYCODE_PAGE * WSP_PYCODE_PAGES)
-		return WSPROF_E_CORRUPT;
-	wsprof_pycode **page = &c->page[id / WSP_PYCODE_PAGE];
-	if (!*page && !(*page = calloc(WSP_PYCODE_PAGE, sizeof **page)))
-		return -ENOMEM;
-	wsprof_pycode *e = &(*page)[id % WSP_PYCODE_PAGE];
-	if (e->qualname)
-		return 0; /* defined again (a damaged trace): the first stands, its pointers may be in use */
-	char *q = dup_str(qualname, qn), *f = dup_str(filename, fn);
-	uint8_t *l = malloc(ln ? ln : 1);
-	if (!q || !f || !l) {
-		free(q);
-		free(f);
-		free(l);
-		return -ENOMEM;
-	}
-	memcpy(l, linetable, ln);
-	*e = (wsprof_pycode){ q, f, firstlineno > 0x7fffffff ? 0 : (unsigned)firstlineno, l, ln };
+	*e = (wsprof_pycode){ qualname, filename, firstlineno > 0x7fffffff ? 0 : (unsigned)firstlineno, linetable, ln };
 	return 0;
 }
 

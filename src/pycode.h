@@ -22,10 +22,11 @@ struct wsp_pycodes {
 	wsprof_pycode *page[WSP_PYCODE_PAGES];
 };
 
-/* Keep a code object (the strings and table copied).
+/* Keep a code object: its strings and table (malloc'd; NULL: out of
+ * memory) become the table's, or are freed when it cannot take them.
  * @return 0, -ENOMEM, or WSPROF_E_CORRUPT for an id out of range. */
-int wsp_pycodes_add(struct wsp_pycodes *c, uint64_t id, uint64_t firstlineno, const uint8_t *qualname, size_t qn,
-		    const uint8_t *filename, size_t fn, const uint8_t *linetable, size_t ln);
+int wsp_pycodes_add(struct wsp_pycodes *c, uint64_t id, uint64_t firstlineno, char *qualname, char *filename,
+		    uint8_t *linetable, size_t ln);
 const wsprof_pycode *wsp_pycodes_get(const struct wsp_pycodes *c, uint64_t id);
 void wsp_pycodes_free(struct wsp_pycodes *c);
 

@@ -980,7 +980,8 @@ static int read_pycode(wsprof_trace *t, struct wsp_cursor *r)
 	const uint8_t *q = wsp_get_bytes(r, &qn), *f = wsp_get_bytes(r, &fn), *l = wsp_get_bytes(r, &ln);
 	if (r->bad || !q || !f || !l)
 		return WSPROF_E_CORRUPT;
-	return wsp_pycodes_add(&t->pycodes, id, first, q, qn, f, fn, l, ln);
+	return wsp_pycodes_add(&t->pycodes, id, first, dup_bytes(q, qn), dup_bytes(f, fn), (uint8_t *)dup_bytes(l, ln),
+			       ln);
 }
 
 /* A stamped record, not an event: its deltas still move the segment's. */

@@ -368,6 +368,9 @@ static void pending_remember(struct wsp_thread *t, uint32_t id)
 	(void)id;
 }
 
+static int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **merged,
+			    uint32_t *known);
+static void wsp_python_remember(struct wsp_thread *t, uint32_t id);
 static const struct wsp_stack_more pending_more = { pending_stack, pending_remember };
 static const struct wsp_stack_more python_more = { wsp_python_stack, wsp_python_remember };
 
@@ -987,7 +990,7 @@ static uint32_t merged_known(struct wsp_pythread *py, const struct pywalk *w, ui
 	return 0;
 }
 
-void wsp_python_remember(struct wsp_thread *t, uint32_t id)
+static void wsp_python_remember(struct wsp_thread *t, uint32_t id)
 {
 	struct wsp_pythread *py = t->py;
 	if (!py || !id)
@@ -1029,8 +1032,17 @@ static struct pywalk *frames_now(struct wsp_thread *t, struct wsp_pythread *py, 
 	return w;
 }
 
-int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **merged,
-		     uint32_t *known)
+/* The calling thread's Python frames merged into its native stack ips[0..depth)
+ * (innermost first, just unwound): each Python frame, as a key for
+ * wsp_stack_intern (WSPROF_PYFRAME_IP), just inside the native evaluation
+ * frame that runs it. New code objects are recorded first (PY_CODE
+ * records): called before wsp_event_begin. @return the merged depth, with
+ * *merged the frames (the thread's own memory, valid until its next event),
+ * or 0: no Python frames; ips stands as it is. *known: the merged stack's id
+ * when the thread has interned it before (*merged is then not made), else
+ * 0: intern it, then wsp_python_remember. */
+static int wsp_python_stack(struct wsp_thread *t, const uintptr_t *ips, int depth, const uintptr_t **merged,
+			    uint32_t *known)
 {
 	*known = 0;
 	uintptr_t ts = thread_state();
