@@ -50,28 +50,29 @@ static void check_objects(const struct wsp_pylayout *l)
 }
 #endif
 
-#if PY_MINOR_VERSION == 11
-Test(pylayout, python_3_11)
+#if PY_MINOR_VERSION == 11 || PY_MINOR_VERSION == 12
+/* 3.11 and 3.12 name these fields alike. */
+static void check_frames(const struct wsp_pylayout *l)
 {
-	const struct wsp_pylayout *l = &wsp_pylayout_311;
 	check_objects(l);
 	SAME(l->ts_cframe, offsetof(PyThreadState, cframe));
 	SAME(l->cframe_frame, offsetof(_PyCFrame, current_frame));
 	SAME(l->cframe_previous, offsetof(_PyCFrame, previous));
 	SAME(l->fr_code, offsetof(_PyInterpreterFrame, f_code));
 	SAME(l->fr_instr, offsetof(_PyInterpreterFrame, prev_instr));
-	SAME(l->fr_is_entry, offsetof(_PyInterpreterFrame, is_entry));
+}
+#endif
+
+#if PY_MINOR_VERSION == 11
+Test(pylayout, python_3_11)
+{
+	check_frames(&wsp_pylayout_311);
+	SAME(wsp_pylayout_311.fr_is_entry, offsetof(_PyInterpreterFrame, is_entry));
 }
 #elif PY_MINOR_VERSION == 12
 Test(pylayout, python_3_12)
 {
-	const struct wsp_pylayout *l = &wsp_pylayout_312;
-	check_objects(l);
-	SAME(l->ts_cframe, offsetof(PyThreadState, cframe));
-	SAME(l->cframe_frame, offsetof(_PyCFrame, current_frame));
-	SAME(l->cframe_previous, offsetof(_PyCFrame, previous));
-	SAME(l->fr_code, offsetof(_PyInterpreterFrame, f_code));
-	SAME(l->fr_instr, offsetof(_PyInterpreterFrame, prev_instr));
+	check_frames(&wsp_pylayout_312);
 	cr_expect_eq(FRAME_OWNED_BY_CSTACK, WSP_PY_OWNED_BY_CSTACK);
 }
 #elif PY_MINOR_VERSION == 13

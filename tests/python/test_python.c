@@ -41,6 +41,21 @@ static size_t pythons(char *out[], size_t max)
 	return n;
 }
 
+/* pythons(), or the test skipped when there is none. */
+static size_t pythons_or_skip(char *out[16])
+{
+	size_t n = pythons(out, 16);
+	if (!n)
+		cr_skip_test("no CPython 3.11+ here (./dev.sh installs python3)");
+	return n;
+}
+
+static void pythons_free(char *py[], size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(py[i]);
+}
+
 static char *source(const char *name)
 {
 	return wt_path(getenv("WSPROF_SOURCE_ROOT"), "tests/python/%s", name);
@@ -253,21 +268,16 @@ static void check_known(const char *py)
 Test(python, each_allocation_at_its_function_and_line)
 {
 	char *py[16];
-	size_t n = pythons(py, 16);
-	if (!n)
-		cr_skip_test("no CPython 3.11+ here (./dev.sh installs python3)");
-	for (size_t i = 0; i < n; i++) {
+	size_t n = pythons_or_skip(py);
+	for (size_t i = 0; i < n; i++)
 		check_known(py[i]);
-		free(py[i]);
-	}
+	pythons_free(py, n);
 }
 
 Test(python, every_object_with_pythonmalloc_malloc)
 {
 	char *py[16];
-	size_t n = pythons(py, 16);
-	if (!n)
-		cr_skip_test("no CPython 3.11+ here");
+	size_t n = pythons_or_skip(py);
 	struct wt_recording rec;
 	char *script;
 	record_known(py[0], (const char *[]){ "PYTHONMALLOC=malloc", NULL }, NULL, &rec, &script);
@@ -283,8 +293,7 @@ Test(python, every_object_with_pythonmalloc_malloc)
 	reading_free(&r);
 	free(script);
 	wt_recording_free(&rec);
-	for (size_t i = 0; i < n; i++)
-		free(py[i]);
+	pythons_free(py, n);
 }
 
 /* linetables.py prints, for code objects of the interpreter's own library,
@@ -293,9 +302,7 @@ Test(python, every_object_with_pythonmalloc_malloc)
 Test(python, lines_are_pycode_addr2line)
 {
 	char *py[16];
-	size_t n = pythons(py, 16);
-	if (!n)
-		cr_skip_test("no CPython 3.11+ here");
+	size_t n = pythons_or_skip(py);
 	char *script = source("linetables.py");
 	for (size_t k = 0; k < n; k++) {
 		struct wt_result res;
@@ -333,8 +340,8 @@ Test(python, lines_are_pycode_addr2line)
 		cr_expect_gt(codes, 1000, "%s: linetables.py gave %zu code objects", py[k], codes);
 		cr_log_info("%s: %zu instructions of %zu code objects", py[k], checked, codes);
 		wt_result_free(&res);
-		free(py[k]);
 	}
+	pythons_free(py, n);
 	free(script);
 }
 
@@ -412,9 +419,7 @@ Test(python, an_older_python_runs_unchanged)
 Test(python, every_small_object_with_python_objects)
 {
 	char *py[16];
-	size_t n = pythons(py, 16);
-	if (!n)
-		cr_skip_test("no CPython 3.11+ here");
+	size_t n = pythons_or_skip(py);
 	for (size_t k = 0; k < n; k++) {
 		struct wt_recording rec;
 		char *script;
@@ -440,17 +445,15 @@ Test(python, every_small_object_with_python_objects)
 		reading_free(&r);
 		free(script);
 		wt_recording_free(&rec);
-		free(py[k]);
 	}
+	pythons_free(py, n);
 }
 
 /* --no-python (WSPROF_PYTHON=0): native stacks only, and the summary says so. */
 Test(python, no_python_records_native_stacks_only)
 {
 	char *py[16];
-	size_t n = pythons(py, 16);
-	if (!n)
-		cr_skip_test("no CPython 3.11+ here");
+	size_t n = pythons_or_skip(py);
 	struct wt_recording rec;
 	char *script;
 	record_known(py[0], NULL, "--no-python", &rec, &script);
@@ -466,8 +469,7 @@ Test(python, no_python_records_native_stacks_only)
 	reading_free(&r);
 	free(script);
 	wt_recording_free(&rec);
-	for (size_t i = 0; i < n; i++)
-		free(py[i]);
+	pythons_free(py, n);
 }
 
 /* The acceptance run of issue 19, where Debian's python3-torch is here:
@@ -567,9 +569,7 @@ static char *report(const char *const argv[])
 Test(python, the_views_and_pictures_show_python_frames)
 {
 	char *py[16];
-	size_t n = pythons(py, 16);
-	if (!n)
-		cr_skip_test("no CPython 3.11+ here");
+	size_t n = pythons_or_skip(py);
 	struct wt_recording rec;
 	char *script;
 	record_known(py[0], NULL, NULL, &rec, &script);
@@ -617,6 +617,5 @@ Test(python, the_views_and_pictures_show_python_frames)
 	free(native);
 	free(script);
 	wt_recording_free(&rec);
-	for (size_t i = 0; i < n; i++)
-		free(py[i]);
+	pythons_free(py, n);
 }
