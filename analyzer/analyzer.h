@@ -72,6 +72,28 @@ struct wsp_site_row {
  * accessed, cold). @return 0 (free *rows), or -1 (unknown sort, no memory). */
 int wsp_callsites_rows(struct wsp_loaded *l, unsigned kind, const char *sort, struct wsp_site_row **rows, size_t *n);
 
+/* The call sites of one kind in two runs, paired (sitematch.c): by
+ * function, source file and line; then, of those left, a function and
+ * file with as many sites in both runs in line order (the code moved);
+ * a frame without a function name by module and offset (one build only).
+ * Both traces loaded with per_stack and symbols. */
+struct wsp_site_pair {
+	const struct wsp_site_row *base, *now; /* NULL: the site is in the other run only */
+	bool moved;                            /* paired by function and file: its line moved */
+};
+struct wsp_site_match {
+	struct wsp_site_row *base_rows, *new_rows;
+	size_t nbase, nnew;
+	struct wsp_site_pair *pairs; /* the new run's sites in its order, then the base's alone */
+	size_t npairs;
+	size_t matched, moved;       /* pairs, and of them those whose line moved */
+	size_t only_base, only_new;  /* sites of one run only */
+	size_t unnamed;              /* of those, without a function name (known by address alone) */
+};
+/* @return 0 (free with wsp_site_match_free), or -1 out of memory. */
+int wsp_site_match(struct wsp_loaded *base, struct wsp_loaded *now, unsigned kind, struct wsp_site_match *m);
+void wsp_site_match_free(struct wsp_site_match *m);
+
 
 #include "cli.h" /* wsp_parse_kind, the shared options */
 
@@ -129,5 +151,7 @@ int wsp_cmd_flame(int argc, char **argv);
 int wsp_cmd_state(int argc, char **argv);
 int wsp_cmd_wss(int argc, char **argv);
 int wsp_cmd_heatmap(int argc, char **argv);
+int wsp_cmd_diff(int argc, char **argv);
+int wsp_cmd_check(int argc, char **argv);
 
 #endif

@@ -86,8 +86,17 @@ int wsp_cli_parse(int argc, char **argv, unsigned shared, const struct wsp_cli_o
 			break;
 		}
 	}
-	if (!(c->trace = wsp_trace_operand(argc, argv, usage)))
+	if (shared & WSP_CLI_PAIR) {
+		if (optind != argc - 2) {
+			fprintf(stderr, "wsprof: %s needs two trace files: the base, then the new one\n", argv[0]);
+			usage(stderr);
+			return 2;
+		}
+		c->base = argv[optind];
+		c->trace = argv[optind + 1];
+	} else if (!(c->trace = wsp_trace_operand(argc, argv, usage))) {
 		return 2;
+	}
 	if (c->out && c->json && !(shared & WSP_CLI_BOTH)) {
 		fprintf(stderr, "wsprof: --json and -o both name the output: use one of them\n");
 		return 2;

@@ -4,7 +4,7 @@
  *
  * A report names the shared options it takes (-o FILE, --kind KIND,
  * --json) and lists its own; wsp_cli_parse reads them all, with --help,
- * then the one trace operand. The rules are the same for every report:
+ * then the one trace operand (two with WSP_CLI_PAIR). The rules are the same for every report:
  * -o and --json both name the output, so a report given both says so and
  * stops (unless it does both, WSP_CLI_BOTH); --kind names a kind as reports name it; a usage error prints the
  * report's usage and exits 2.
@@ -20,10 +20,12 @@ enum wsp_cli_shared {
 	WSP_CLI_KIND = 2,   /* --kind KIND */
 	WSP_CLI_JSON = 4,   /* --json (and -j) */
 	WSP_CLI_BOTH = 8,   /* -o and --json together: draw it, and print the JSON (heatmap) */
+	WSP_CLI_PAIR = 16,  /* two trace operands, BASE then TRACE (diff) */
 };
 
 struct wsp_cli {
-	const char *trace;  /* the trace operand */
+	const char *trace;  /* the trace operand (with WSP_CLI_PAIR, the second) */
+	const char *base;   /* with WSP_CLI_PAIR, the first */
 	const char *out;    /* -o, NULL when not given */
 	int kind;           /* --kind, -1 when not given */
 	bool json;

@@ -23,6 +23,8 @@
 	X(timeline, MODULE, "memory over time: allocated, in use, working set, RSS, device free")          \
 	X(report, MODULE, NULL)                                                                            \
 	X(export, MODULE, NULL)                                                                            \
+	X(diff, MODULE, NULL)                                                                              \
+	X(check, MODULE, NULL)                                                                             \
 	X(symbolize, MODULE, NULL)
 
 #endif

@@ -21,6 +21,7 @@
 #include "grow.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ struct label {
 struct node {
 	uint64_t total; /* stacks through this frame */
 	uint64_t self;  /* stacks that end here */
+	uint64_t base;  /* a differential graph: the base run's stacks through it */
 	uint32_t parent;
 	uint32_t label;
 };
@@ -50,6 +52,7 @@ struct wsp_flame {
 	size_t label_slots_cap;
 	char *text;
 	size_t text_len, text_cap;
+	bool diff;             /* base values were added: growth and shrinkage in colour */
 };
 
 /* FNV-1a: stable across runs and machines, so colours are too. */
@@ -167,7 +170,8 @@ static uint32_t node_child(struct wsp_flame *f, uint32_t parent, uint32_t label)
 	return (uint32_t)f->nnodes++;
 }
 
-int wsp_flame_add(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value)
+/* Add value along the stack's path, to the drawn sums or the base's. */
+static int add_path(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value, bool base)
 {
 	if (!n)
 		return -EINVAL;
@@ -180,13 +184,33 @@ int wsp_flame_add(struct wsp_flame *f, const char *const *frames, size_t n, uint
 	if (err)
 		return err;
 	uint32_t at = ROOT;
-	f->nodes[ROOT].total += value;
-	for (size_t i = 0; i < n; i++) {
-		at = node_child(f, at, label_intern(f, frames[i]));
-		f->nodes[at].total += value;
+	for (size_t i = 0; i <= n; i++) {
+		if (i)
+			at = node_child(f, at, label_intern(f, frames[i - 1]));
+		if (base)
+			f->nodes[at].base += value;
+		else
+			f->nodes[at].total += value;
 	}
-	f->nodes[at].self += value;
+	if (!base)
+		f->nodes[at].self += value;
 	return 0;
+}
+
+int wsp_flame_add(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value)
+{
+	return add_path(f, frames, n, value, false);
+}
+
+int wsp_flame_add_base(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value)
+{
+	f->diff = true;
+	return add_path(f, frames, n, value, true);
+}
+
+uint64_t wsp_flame_base_total(const struct wsp_flame *f)
+{
+	return f->nodes[ROOT].base;
 }
 
 static const char *label_text(const struct wsp_flame *f, uint32_t node)
@@ -439,6 +463,30 @@ static void format_value(char *buf, size_t cap, uint64_t value, uint64_t total, 
 	snprintf(buf, cap, "%s, %s", number, share);
 }
 
+/* A box's value as its tooltip and the page's list show it: in a
+ * differential graph also the base run's figure and the change
+ * ("16.0 MiB, 66.7% (base 8.00 MiB, +8.00 MiB)"). */
+static void format_node(char *buf, size_t cap, const struct wsp_flame *f, uint32_t node, const char *unit)
+{
+	const struct node *n = &f->nodes[node];
+	format_value(buf, cap, n->total, f->nodes[ROOT].total, unit);
+	if (!f->diff)
+		return;
+	bool bytes = !unit || !strcmp(unit, "bytes");
+	char base[32], change[32];
+	if (bytes)
+		wsp_human_bytes(base, sizeof base, n->base);
+	else
+		wsp_group_digits(base, sizeof base, n->base);
+	int64_t d = (int64_t)(n->total - n->base);
+	if (bytes)
+		wsp_human_change(change, sizeof change, d);
+	else
+		wsp_count_change(change, sizeof change, d);
+	size_t len = strlen(buf);
+	snprintf(buf + len, cap - len, " (base %s, %s)", base, change);
+}
+
 /* ---- XML text ------------------------------------------------------- */
 
 /* The length of the UTF-8 character at s, and whether XML can carry it;
@@ -596,11 +644,31 @@ static const char *node_label(const struct wsp_flame *f, uint32_t node)
 	return node == ROOT ? "all" : label_text(f, node);
 }
 
+/* A differential graph's box: light grey when it stayed the same, redder
+ * as it grew, bluer as it shrank, by its change against the larger of its
+ * two values (a box new in this run is full red), on a square-root scale
+ * so that a change of a few percent already shows. */
+static void diff_colour(const struct node *n, unsigned rgb[3])
+{
+	uint64_t hi = n->total > n->base ? n->total : n->base;
+	double change = hi ? ((double)n->total - (double)n->base) / (double)hi : 0;
+	double t = sqrt(change < 0 ? -change : change);
+	unsigned strong = (unsigned)(225 + 25 * t + 0.5), weak = (unsigned)(225 - 175 * t + 0.5);
+	if (change >= 0)
+		rgb[0] = strong, rgb[1] = weak, rgb[2] = weak;
+	else
+		rgb[0] = weak, rgb[1] = weak, rgb[2] = strong;
+}
+
 /* flamegraph.pl's "hot" palette, from the label's hash; lighter in green
  * than the original so that black text stays readable on every box.
  * Python frames ("py ..." labels) are blue instead. */
 static void node_colour(const struct wsp_flame *f, uint32_t node, unsigned rgb[3])
 {
+	if (f->diff) {
+		diff_colour(&f->nodes[node], rgb);
+		return;
+	}
 	uint64_t hash = node == ROOT ? hash_text("all") : f->labels[f->nodes[node].label].hash;
 	if (node != ROOT && !strncmp(label_text(f, node), "py ", 3)) {
 		rgb[0] = 90 + (unsigned)(hash % 60);
@@ -643,7 +711,7 @@ static void svg_frame(void *ctx, uint32_t node, unsigned depth, uint64_t offset)
 	double x = SVG_PAD + (double)offset * s->lay.scale, w = (double)f->nodes[node].total * s->lay.scale;
 	unsigned y = s->top + (s->lay.max_depth - depth) * SVG_ROW, rgb[3];
 	char value[160];
-	format_value(value, sizeof value, f->nodes[node].total, f->nodes[ROOT].total, s->unit);
+	format_node(value, sizeof value, f, node, s->unit);
 	node_colour(f, node, rgb);
 
 	fputs("<g><title>", s->out);
@@ -842,12 +910,13 @@ static void page_list_cut(struct page *pg, double top, const char *unit)
 		cairo_set_source_rgb(cr, rgb[0] / 255.0, rgb[1] / 255.0, rgb[2] / 255.0);
 		cairo_rectangle(cr, WSP_MARGIN, y - 7, 9, 8);
 		cairo_fill(cr);
-		format_value(value, sizeof value, f->nodes[node].total, f->nodes[ROOT].total, unit);
+		format_node(value, sizeof value, f, node, unit);
 		wsp_set_colour(cr, WSP_C_TEXT, 1);
 		wsp_text(cr, WSP_MARGIN + 14, y, 8, false, WSP_LEFT, value);
 		page_clean(clean, sizeof clean, node_label(f, node), SIZE_MAX);
-		wsp_text(cr, WSP_MARGIN + 110, y, 8, false, WSP_LEFT,
-			 wsp_text_fit(cr, 8, false, clean, WSP_PAGE_W - 2 * WSP_MARGIN - 110, fit, sizeof fit));
+		double name_x = f->diff ? 250 : 110; /* after the base's figure and the change too */
+		wsp_text(cr, WSP_MARGIN + name_x, y, 8, false, WSP_LEFT,
+			 wsp_text_fit(cr, 8, false, clean, WSP_PAGE_W - 2 * WSP_MARGIN - name_x, fit, sizeof fit));
 	}
 	if (pg->ncut > n) {
 		char more[64];
@@ -906,7 +975,9 @@ int wsp_flame_draw_page(const struct wsp_flame *f, const struct wsp_flame_svg_op
 	for (size_t i = 0; i < f->nlabels && !python; i++)
 		python = !strncmp(f->text + f->labels[i].text, "py ", 3);
 	wsp_text(cr, WSP_MARGIN, pg.bottom + 13, 8, false, WSP_LEFT,
-		 python ? "Each box is a function (blue: a line of Python), as wide as its share; the boxes on it are "
+		 f->diff ? "Each box is a function, as wide as its share of the new run; red: it grew since the base run, "
+			   "blue: it shrank (the deeper, the more), grey: unchanged."
+		 : python ? "Each box is a function (blue: a line of Python), as wide as its share; the boxes on it are "
 			  "the ones it called, and \"all\" at the bottom is everything."
 			: "Each box is a function, as wide as its share; the boxes on it are the functions it called, "
 			  "and \"all\" at the bottom is everything.");

@@ -16,6 +16,7 @@
 #ifndef WSP_FLAME_H
 #define WSP_FLAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,16 @@ int wsp_flame_add(struct wsp_flame *f, const char *const *frames, size_t n, uint
 
 /* The sum of the values added. */
 uint64_t wsp_flame_total(const struct wsp_flame *f);
+
+/* A differential flame graph: the same stacks of a base run, with their
+ * values, added after or before the drawn ones. Boxes stay as wide as the
+ * drawn values (a stack only in the base has no width); the writers then
+ * colour each box by its change (red grew, blue shrank) and name both
+ * figures in its tooltip and in the page's list. Same rules as
+ * wsp_flame_add. */
+int wsp_flame_add_base(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value);
+/* The sum of the base values added. */
+uint64_t wsp_flame_base_total(const struct wsp_flame *f);
 
 /* The folded-stack text flamegraph.pl and speedscope read: one line per
  * distinct stack, "frame1;frame2;...;frameN VALUE\n", outermost first.
@@ -93,5 +104,12 @@ struct wsp_loaded;
  * kind and the metric, the program and trace below.
  * @return 0, or -1 after a one-line error (out of memory). */
 int wsp_flame_draw(struct wsp_doc *doc, const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric);
+
+/* Add one kind's call stacks of a loaded trace to f, each frame a box
+ * (a native frame its function, a Python frame its line), valued by the
+ * metric: as drawn values, or as the base of a differential graph.
+ * @return 0 or -ENOMEM. */
+int wsp_flame_add_trace(struct wsp_flame *f, const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric,
+			bool base);
 
 #endif

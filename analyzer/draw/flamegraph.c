@@ -27,6 +27,7 @@ struct build {
 	struct wsp_flame *flame;
 	enum wsp_flame_metric metric;
 	unsigned kind;
+	bool base;             /* the base run of a differential graph */
 	const char **labels;   /* outermost first, for wsp_flame_add */
 	char *text;            /* the labels' characters */
 	size_t cap, text_cap;
@@ -63,7 +64,7 @@ static void add_stack(const struct wsp_site_stats *s, void *arg)
 	size_t n = wsp_syms_stack(b->l->syms, b->l->trace, s->stack, &frames);
 	if (!n) {
 		static const char *const none[] = { "(no stack recorded)" };
-		b->err = wsp_flame_add(b->flame, none, 1, v);
+		b->err = (b->base ? wsp_flame_add_base : wsp_flame_add)(b->flame, none, 1, v);
 		return;
 	}
 	if (n > b->cap) {
@@ -97,25 +98,30 @@ static void add_stack(const struct wsp_site_stats *s, void *arg)
 		b->labels[n - 1 - i] = p; /* frames are innermost first; the graph wants the root first */
 		p += len;
 	}
-	b->err = wsp_flame_add(b->flame, b->labels, n, v);
+	b->err = (b->base ? wsp_flame_add_base : wsp_flame_add)(b->flame, b->labels, n, v);
+}
+
+int wsp_flame_add_trace(struct wsp_flame *f, const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric,
+			bool base)
+{
+	struct build b = { .l = l, .flame = f, .metric = metric, .kind = kind, .base = base };
+	wsp_model_each_site(l->model, add_stack, &b);
+	free(b.labels);
+	free(b.text);
+	return b.err;
 }
 
 /* The tree of one kind's stacks. @return 0 or -ENOMEM (*out NULL). */
 static int flame_of(const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric, struct wsp_flame **out)
 {
-	struct build b = { .l = l, .flame = wsp_flame_new(), .metric = metric, .kind = kind };
-	if (!b.flame)
-		b.err = -ENOMEM;
-	else
-		wsp_model_each_site(l->model, add_stack, &b);
-	free(b.labels);
-	free(b.text);
-	if (b.err) {
-		wsp_flame_free(b.flame);
-		b.flame = NULL;
+	struct wsp_flame *f = wsp_flame_new();
+	int err = f ? wsp_flame_add_trace(f, l, kind, metric, false) : -ENOMEM;
+	if (err) {
+		wsp_flame_free(f);
+		f = NULL;
 	}
-	*out = b.flame;
-	return b.err;
+	*out = f;
+	return err;
 }
 
 /* "3.10 KiB" or "12,345": the sum of the metric. */

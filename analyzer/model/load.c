@@ -215,7 +215,7 @@ const char *wsp_trace_operand(int argc, char **argv, void (*usage)(FILE *))
 	if (optind == argc - 1)
 		return argv[optind];
 	/* argv[0] is a report's name, export or symbolize */
-	bool report = strcmp(argv[0], "export") && strcmp(argv[0], "symbolize");
+	bool report = strcmp(argv[0], "export") && strcmp(argv[0], "symbolize") && strcmp(argv[0], "check");
 	fprintf(stderr, "wsprof: %s%s needs exactly one trace file\n", report ? "report " : "", argv[0]);
 	usage(stderr);
 	return NULL;

@@ -2,6 +2,7 @@
  * wss.c - see wss.h.
  */
 #include "wss.h"
+#include "units.h"
 
 #include <stdio.h>
 
@@ -188,6 +189,26 @@ size_t wsp_wss_points(const struct wsp_wss *w, const struct wsp_wss_point **poin
 {
 	*points = w->points;
 	return w->npoints;
+}
+
+uint64_t wsp_nearest_rank(const uint64_t *sorted, size_t n, unsigned pct)
+{
+	return n ? sorted[(size_t)((pct * (n - 1) + 50) / 100)] : 0;
+}
+
+int wsp_wss_median(const struct wsp_wss *w, int kind, uint64_t *median)
+{
+	if (!w || !w->npoints)
+		return -1;
+	uint64_t *v = malloc(w->npoints * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->npoints; i++)
+		v[i] = wsp_wss_point_bytes(&w->points[i], -1, kind);
+	qsort(v, w->npoints, sizeof *v, wsp_cmp_u64);
+	*median = wsp_nearest_rank(v, w->npoints, 50);
+	free(v);
+	return 0;
 }
 
 uint64_t wsp_wss_point_bytes(const struct wsp_wss_point *p, int source, int kind)

@@ -73,4 +73,11 @@ size_t wsp_wss_points(const struct wsp_wss *w, const struct wsp_wss_point **poin
  * however many sources saw it. */
 uint64_t wsp_wss_point_bytes(const struct wsp_wss_point *p, int source, int kind);
 
+/* The nearest-rank percentile pct (0-100) of n sorted values (0 when n is 0). */
+uint64_t wsp_nearest_rank(const uint64_t *sorted, size_t n, unsigned pct);
+/* The median over the points of their bytes (wsp_wss_point_bytes with
+ * source -1 and kind). @return 0 with *median, -1 when there are no
+ * points (no access samples), or -ENOMEM. */
+int wsp_wss_median(const struct wsp_wss *w, int kind, uint64_t *median);
+
 #endif

@@ -3,7 +3,11 @@
  */
 #include "units.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The rounding is settled before the format is picked, so 9.999 KiB reads
  * "10.0 KiB" and 1023.9 KiB "1.00 MiB". */
@@ -36,4 +40,65 @@ const char *wsp_group_digits(char *buf, size_t cap, uint64_t n)
 	}
 	buf[o] = 0;
 	return buf;
+}
+
+static uint64_t magnitude(int64_t v)
+{
+	return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+}
+
+const char *wsp_human_change(char *buf, size_t cap, int64_t bytes)
+{
+	char n[32];
+	wsp_human_bytes(n, sizeof n, magnitude(bytes));
+	snprintf(buf, cap, "%s%s", bytes > 0 ? "+" : bytes < 0 ? "-" : "", n);
+	return buf;
+}
+
+const char *wsp_count_change(char *buf, size_t cap, int64_t v)
+{
+	char n[32];
+	wsp_group_digits(n, sizeof n, magnitude(v));
+	snprintf(buf, cap, "%s%s", v > 0 ? "+" : v < 0 ? "-" : "", n);
+	return buf;
+}
+
+int wsp_parse_size(const char *s, uint64_t *bytes)
+{
+	static const char *const units[] = { "", "k", "m", "g", "t", "p", "e" };
+	const char *p = s;
+	while (*p == ' ')
+		p++;
+	if (!(*p >= '0' && *p <= '9') && *p != '.')
+		return -1;
+	char *end;
+	errno = 0;
+	long double v = strtold(p, &end);
+	if (end == p || end != p + strspn(p, "0123456789.") || errno || v < 0) /* no hex, no exponent */
+		return -1;
+	while (*end == ' ')
+		end++;
+	char unit[8] = "";
+	size_t len = strlen(end);
+	if (len >= sizeof unit)
+		return -1;
+	for (size_t i = 0; i <= len; i++)
+		unit[i] = (char)tolower((unsigned char)end[i]);
+	/* "b" alone, else a letter with "", "b", "ib" after it */
+	int power = -1;
+	if (!strcmp(unit, "") || !strcmp(unit, "b")) {
+		power = 0;
+	} else {
+		for (int u = 1; u < 7 && power < 0; u++)
+			if (unit[0] == units[u][0] && (!unit[1] || !strcmp(unit + 1, "b") || !strcmp(unit + 1, "ib")))
+				power = u;
+	}
+	if (power < 0)
+		return -1;
+	for (int i = 0; i < power; i++)
+		v *= 1024;
+	if (v >= 18446744073709551616.0L)
+		return -1;
+	*bytes = (uint64_t)(v + 0.5L);
+	return 0;
 }

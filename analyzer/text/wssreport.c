@@ -32,7 +32,7 @@ static struct dist distribution(uint64_t *v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];
 	for (int i = 0; i < 5; i++)
-		d.p[i] = v[(size_t)((pct[i] * (n - 1) + 50) / 100)];
+		d.p[i] = wsp_nearest_rank(v, n, pct[i]);
 	d.mean = (uint64_t)(sum / n);
 	return d;
 }
