@@ -513,3 +513,36 @@ Test(flame, the_xml_check_rejects_broken_documents)
 	cr_expect_not(well_formed("<svg>\xff</svg>"));
 	cr_expect_not(well_formed("<svg>\x01</svg>"));
 }
+
+/* A differential graph: widths from the drawn run, the base's values in
+ * every tooltip with the change, red for growth, blue for shrinkage, grey
+ * for no change; a stack only in the base adds no box of width. */
+Test(flame, a_differential_graph_colours_and_names_each_change)
+{
+	cr_assert_eq(wsp_flame_add(f, STACK("main", "grows"), 2048), 0);
+	cr_assert_eq(wsp_flame_add(f, STACK("main", "shrinks"), 1024), 0);
+	cr_assert_eq(wsp_flame_add(f, STACK("main", "same"), 1024), 0);
+	cr_assert_eq(wsp_flame_add_base(f, STACK("main", "grows"), 1024), 0);
+	cr_assert_eq(wsp_flame_add_base(f, STACK("main", "shrinks"), 4096), 0);
+	cr_assert_eq(wsp_flame_add_base(f, STACK("main", "same"), 1024), 0);
+	cr_assert_eq(wsp_flame_add_base(f, STACK("main", "gone"), 512), 0);
+	cr_expect_eq(wsp_flame_total(f), 4096);
+	cr_expect_eq(wsp_flame_base_total(f), 6656);
+	const struct wsp_flame_svg_options opt = { .title = "diff", .unit = "bytes" };
+	char *doc = svg(f, &opt);
+	cr_expect(well_formed(doc));
+	cr_expect(strstr(doc, "<title>grows \xe2\x80\x94 2.00 KiB, 50.0% (base 1.00 KiB, +1.00 KiB)</title>"), "%s", doc);
+	cr_expect(strstr(doc, "<title>shrinks \xe2\x80\x94 1.00 KiB, 25.0% (base 4.00 KiB, -3.00 KiB)</title>"));
+	cr_expect(strstr(doc, "<title>same \xe2\x80\x94 1.00 KiB, 25.0% (base 1.00 KiB, 0 B)</title>"));
+	cr_expect_null(strstr(doc, "<title>gone"), "a stack only in the base has no width");
+	/* grows: +50% of its larger value; shrinks -75%; same: grey */
+	const char *g = strstr(doc, "<title>grows"), *s = strstr(doc, "<title>shrinks"), *e = strstr(doc, "<title>same");
+	unsigned r, gr, b;
+	cr_assert(sscanf(strstr(g, "fill=\"rgb(") + 10, "%u,%u,%u", &r, &gr, &b) == 3);
+	cr_expect(r > 230 && gr < 120 && gr == b, "growth is red: %u,%u,%u", r, gr, b);
+	cr_assert(sscanf(strstr(s, "fill=\"rgb(") + 10, "%u,%u,%u", &r, &gr, &b) == 3);
+	cr_expect(b > 230 && r < 120 && r == gr, "shrinkage is blue: %u,%u,%u", r, gr, b);
+	cr_assert(sscanf(strstr(e, "fill=\"rgb(") + 10, "%u,%u,%u", &r, &gr, &b) == 3);
+	cr_expect(r == gr && gr == b, "no change is grey: %u,%u,%u", r, gr, b);
+	free(doc);
+}
