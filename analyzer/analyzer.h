@@ -47,6 +47,9 @@ struct wsp_follower {
  * nonzero when nothing could be read; warns (once) when the trace is
  * truncated or damaged but partly readable. */
 int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols, struct wsp_loaded *out);
+/* Loads from now on draw no progress bar and name frames without warnings
+ * (the readers of a job's traces, side by side). */
+void wsp_load_set_quiet(bool quiet);
 void wsp_loaded_free(struct wsp_loaded *l);
 /* The same, stopping after the event numbered stop_seq, or before the
  * first event later than stop_time_ns (UINT64_MAX: no stop). */
@@ -71,6 +74,17 @@ struct wsp_site_row {
  * largest first by sort (peak, allocations, bytes, leaked, temporary,
  * accessed, cold). @return 0 (free *rows), or -1 (unknown sort, no memory). */
 int wsp_callsites_rows(struct wsp_loaded *l, unsigned kind, const char *sort, struct wsp_site_row **rows, size_t *n);
+
+/* callsites and leaks of a job (jobsites.c): the rows of every process
+ * merged by their text, with how many processes each is in. */
+struct wsp_job_report {
+	unsigned kind;
+	const char *sort;   /* callsites' --sort name */
+	size_t top;
+	bool json, leaks, by_stack;
+};
+/* @return the exit status. */
+int wsp_job_sites(char *const *paths, size_t n, const struct wsp_job_report *o);
 
 /* The call sites of one kind in two runs, paired (sitematch.c): by
  * function, source file and line; then, of those left, a function and
@@ -145,6 +159,8 @@ bool wsp_find_beside_self(const char *name, const char *build_dir, char out[PATH
 int wsp_cmd_export(int argc, char **argv);
 int wsp_cmd_symbolize(int argc, char **argv);
 int wsp_cmd_summary(int argc, char **argv);
+/* The summary of a job's traces (jobsummary.c). @return the exit status. */
+int wsp_job_summary(char *const *paths, size_t n, const char *const *callers, bool json);
 int wsp_cmd_callsites(int argc, char **argv);
 int wsp_cmd_leaks(int argc, char **argv);
 int wsp_cmd_flame(int argc, char **argv);

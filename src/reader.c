@@ -158,7 +158,7 @@ struct wsprof_trace {
 	bool regular;             /* read ahead on threads */
 	bool huge;                /* large buffers in huge pages (see grow_big) */
 	wsprof_process proc;
-	char *exe, *cmdline, *tool_version, *access_note, *allocator;
+	char *exe, *cmdline, *tool_version, *access_note, *allocator, *job_id, *launcher;
 
 	/* The unpacking side: the unpacking thread's, or the caller's without one. */
 	ZSTD_DCtx *dctx;
@@ -416,6 +416,16 @@ static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
 			t->proc.parent_traced_pid = (uint32_t)wsp_get_field(&r);
 			if (!t->exe || !t->cmdline || !t->tool_version)
 				return -ENOMEM;
+			t->proc.rank = (int64_t)wsp_get_field(&r) - 1; /* 2.4: rank + 1, 0 none */
+			t->proc.job_size = wsp_get_field(&r);
+			if (r.p < r.end) {
+				free(t->job_id);
+				free(t->launcher);
+				t->job_id = get_string(&r);
+				t->launcher = get_string(&r);
+				if (!t->job_id || !t->launcher)
+					return -ENOMEM;
+			}
 		} else if (type == WSP_REC_CONFIG) {
 			t->proc.stack_depth = (unsigned)wsp_get_field(&r);
 			t->proc.flush_ms = (unsigned)wsp_get_field(&r);
@@ -509,6 +519,8 @@ int wsprof_trace_open(const char *path, wsprof_trace **out)
 	t->proc.tool_version = t->tool_version ? t->tool_version : "";
 	t->proc.access_note = t->access_note ? t->access_note : "";
 	t->proc.allocator = t->allocator ? t->allocator : "";
+	t->proc.job_id = t->job_id ? t->job_id : "";
+	t->proc.launcher = t->launcher ? t->launcher : "";
 	t->w.bytes_read = t->bytes_read;
 	t->seen = t->w;
 	*out = t;
@@ -1667,6 +1679,21 @@ int wsprof_trace_module_info_at(const wsprof_trace *t, uint64_t addr, wsprof_mod
 	return 1;
 }
 
+int wsprof_trace_module_span_at(const wsprof_trace *t, uint64_t addr, uint64_t *start, uint64_t *end)
+{
+	const struct module *m = module_covering(t, addr);
+	if (!m)
+		return 0;
+	*start = UINT64_MAX;
+	*end = 0;
+	for (size_t s = 0; s < m->nsegs; s++) {
+		uint64_t lo = m->base + m->segs[s].vaddr;
+		*start = lo < *start ? lo : *start;
+		*end = lo + m->segs[s].memsz > *end ? lo + m->segs[s].memsz : *end;
+	}
+	return 1;
+}
+
 void wsprof_trace_close(wsprof_trace *t)
 {
 	if (!t)
@@ -1710,6 +1737,8 @@ void wsprof_trace_close(wsprof_trace *t)
 	free(t->tool_version);
 	free(t->access_note);
 	free(t->allocator);
+	free(t->job_id);
+	free(t->launcher);
 	ZSTD_freeDCtx(t->dctx);
 	if (t->f)
 		fclose(t->f);

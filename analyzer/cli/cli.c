@@ -5,10 +5,24 @@
 
 #include "analyzer.h"
 
+#include "job.h"
+
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_OPTIONS 24
+
+void wsp_cli_free(struct wsp_cli *c)
+{
+	wsp_job_paths_free(c->job, c->njob);
+	c->job = NULL;
+	c->njob = 0;
+	if (c->picked)
+		free((char *)c->trace);
+	c->picked = false;
+}
 
 int wsp_parse_kind(const char *s, unsigned *kind)
 {
@@ -26,7 +40,7 @@ int wsp_parse_kind(const char *s, unsigned *kind)
 	return -1;
 }
 
-enum { OPT_OUTPUT = 0x10000, OPT_KIND, OPT_JSON, OPT_HELP };
+enum { OPT_OUTPUT = 0x10000, OPT_KIND, OPT_JSON, OPT_HELP, OPT_PROCESS };
 
 int wsp_cli_parse(int argc, char **argv, unsigned shared, const struct wsp_cli_option *own, wsp_cli_own_fn fn,
 		  void *ctx, void (*usage)(FILE *), struct wsp_cli *c)
@@ -46,6 +60,9 @@ int wsp_cli_parse(int argc, char **argv, unsigned shared, const struct wsp_cli_o
 		nl += (size_t)snprintf(letters + nl, sizeof letters - nl, "j");
 	}
 	opts[n++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+	if (shared & WSP_CLI_MANY)
+		opts[n++] = (struct option){ "process", required_argument, NULL, OPT_PROCESS };
+	const char *process = NULL;
 	for (size_t i = 0; own && own[i].name && n < MAX_OPTIONS; i++) {
 		opts[n++] = (struct option){ own[i].name, own[i].has_arg, NULL, own[i].val };
 		if (own[i].letter && nl + 3 < sizeof letters) {
@@ -78,6 +95,7 @@ int wsp_cli_parse(int argc, char **argv, unsigned shared, const struct wsp_cli_o
 			c->kind = (int)kind;
 			break;
 		case OPT_JSON: c->json = true; break;
+		case OPT_PROCESS: process = optarg; break;
 		case OPT_HELP: usage(stdout); return 0;
 		case '?': usage(stderr); return 2;
 		default:
@@ -94,6 +112,29 @@ int wsp_cli_parse(int argc, char **argv, unsigned shared, const struct wsp_cli_o
 		}
 		c->base = argv[optind];
 		c->trace = argv[optind + 1];
+	} else if (shared & WSP_CLI_MANY) {
+		if (optind >= argc) {
+			fprintf(stderr, "wsprof: report %s needs a trace file, several, or a directory of them\n", argv[0]);
+			usage(stderr);
+			return 2;
+		}
+		struct stat st;
+		bool dir = optind == argc - 1 && !stat(argv[optind], &st) && S_ISDIR(st.st_mode);
+		c->trace = argv[optind];
+		if ((optind < argc - 1 || dir || process) && wsp_job_paths(argv + optind, (size_t)(argc - optind), &c->job, &c->njob))
+			return 2;
+		if (process) {
+			int pick = wsp_job_pick(c->job, c->njob, process);
+			if (pick < 0) {
+				wsp_cli_free(c);
+				return 2;
+			}
+			c->trace = strdup(c->job[pick]);
+			wsp_job_paths_free(c->job, c->njob);
+			c->job = NULL;
+			c->njob = 0;
+			c->picked = true;
+		}
 	} else if (!(c->trace = wsp_trace_operand(argc, argv, usage))) {
 		return 2;
 	}

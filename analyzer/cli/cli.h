@@ -21,11 +21,17 @@ enum wsp_cli_shared {
 	WSP_CLI_JSON = 4,   /* --json (and -j) */
 	WSP_CLI_BOTH = 8,   /* -o and --json together: draw it, and print the JSON (heatmap) */
 	WSP_CLI_PAIR = 16,  /* two trace operands, BASE then TRACE (diff) */
+	WSP_CLI_MANY = 32,  /* one trace, or several or a directory: a job (job.h); --process RANK|PID */
 };
 
 struct wsp_cli {
 	const char *trace;  /* the trace operand (with WSP_CLI_PAIR, the second) */
 	const char *base;   /* with WSP_CLI_PAIR, the first */
+	/* With WSP_CLI_MANY: the traces of a job (wsp_job_paths), NULL when
+	 * the operand is one trace (or --process picked one: then trace). */
+	char **job;
+	size_t njob;
+	bool picked;        /* trace is --process's pick (wsp_cli_free frees it) */
 	const char *out;    /* -o, NULL when not given */
 	int kind;           /* --kind, -1 when not given */
 	bool json;
@@ -50,6 +56,9 @@ typedef int (*wsp_cli_own_fn)(void *ctx, int val, const char *arg);
  * return now (0 after --help, 2 after a usage error). */
 int wsp_cli_parse(int argc, char **argv, unsigned shared, const struct wsp_cli_option *own, wsp_cli_own_fn fn,
 		  void *ctx, void (*usage)(FILE *), struct wsp_cli *c);
+
+/* What wsp_cli_parse allocated (the job's paths). */
+void wsp_cli_free(struct wsp_cli *c);
 
 /* A kind by name ("heap"), with a one-line error. @return 0 or -1. */
 int wsp_parse_kind(const char *s, unsigned *kind);

@@ -10,6 +10,7 @@
 #include "progress.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -29,6 +30,15 @@
 /* Events between two looks at the clock: reading stays as fast as it was,
  * and even a slow reader looks several times a second. */
 #define PROGRESS_EVERY 1024
+
+/* A job's readers (job.c) run side by side: no bar each, no warnings of
+ * each one's symbols. */
+static atomic_bool quiet;
+
+void wsp_load_set_quiet(bool q)
+{
+	atomic_store(&quiet, q);
+}
 
 static int load(const char *path, const struct wsp_model_options *opt, bool symbols, uint64_t stop_seq,
 		uint64_t stop_time_ns, const struct wsp_follower *f, size_t nf, struct wsp_loaded *out);
@@ -131,7 +141,7 @@ static int load(const char *path, const struct wsp_model_options *opt, bool symb
 	o.sample_bytes = wsprof_trace_process(out->trace)->sample_bytes; /* heap blocks weigh 1/p */
 	out->model = wsp_model_new(&o);
 	if (symbols && wsp_syms_new) {
-		out->syms = wsp_syms_new(stderr);
+		out->syms = wsp_syms_new(atomic_load(&quiet) ? NULL : stderr);
 		if (out->syms)
 			wsp_syms_cache(out->syms, path); /* names a report found before */
 	}
@@ -141,7 +151,7 @@ static int load(const char *path, const struct wsp_model_options *opt, bool symb
 		return 1;
 	}
 	unsigned columns;
-	FILE *tty = wsp_progress_tty(&columns);
+	FILE *tty = atomic_load(&quiet) ? NULL : wsp_progress_tty(&columns);
 	const char *name = strrchr(path, '/');
 	char label[256];
 	snprintf(label, sizeof label, "reading %s", name ? name + 1 : path);

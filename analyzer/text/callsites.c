@@ -108,11 +108,11 @@ static void add_site(const struct wsp_site_stats *s, void *arg)
 		row->sum.coldest_idle_ns = s->coldest_idle_ns;
 }
 
-static enum sort_key sort_by;
-
-static int cmp_rows(const void *a, const void *b)
+/* Rows by the sort key arg points at (qsort_r: a job's traces are read on threads of their own). */
+static int cmp_rows(const void *a, const void *b, void *arg)
 {
 	const struct wsp_site_row *x = a, *y = b;
+	enum sort_key sort_by = *(const enum sort_key *)arg;
 	uint64_t p = metric(&x->sum, sort_by), q = metric(&y->sum, sort_by);
 	if (p != q)
 		return p > q ? -1 : 1;
@@ -177,12 +177,15 @@ struct options {
 	bool full, json;
 	unsigned kind;
 	const char *trace;
+	struct wsp_cli cli;  /* the job's traces, when several were given */
 };
 
 static void usage_callsites(FILE *out)
 {
 	fputs("usage: wsprof report callsites [--sort peak|allocations|bytes|leaked|temporary|accessed|cold] [--top N]\n"
-	      "                               [--full-stacks] [--kind KIND] [--json] TRACE\n"
+	      "                               [--full-stacks] [--kind KIND] [--json] [--process P] TRACE...|DIR\n"
+	      "  several traces or a directory: the sites of every process merged (a column says in how\n"
+	      "  many processes each is); --process P: only rank P's trace (else pid P's)\n"
 	      "  one row per allocation site: the first frame outside the allocator (malloc, operator new)\n"
 	      "  --sort KEY      order of the rows (default peak: bytes live when the kind peaked);\n"
 	      "                  accessed: bytes seen accessed; cold: the memory that went untouched for\n"
@@ -197,7 +200,8 @@ static void usage_callsites(FILE *out)
 
 static void usage_leaks(FILE *out)
 {
-	fputs("usage: wsprof report leaks [--top N] [--kind KIND] [--json] TRACE\n"
+	fputs("usage: wsprof report leaks [--top N] [--kind KIND] [--json] [--process P] TRACE...|DIR\n"
+	      "  several traces or a directory: the stacks of every process merged\n"
 	      "  blocks still live when the trace ends, grouped by call stack, largest first\n"
 	      "  --top N      stacks to show (default 20, 0 for all)\n"
 	      "  --kind KIND  heap (default) or mmap\n", out);
@@ -249,10 +253,11 @@ static int parse(int argc, char **argv, bool callsites, struct options *o)
 	static const struct wsp_cli_option leaks_own[] = { { "top", required_argument, 0, 't' }, { 0 } };
 	*o = (struct options){ .sort = callsites ? BY_PEAK : BY_LEAKED, .top = 20, .kind = WSPROF_KIND_HEAP };
 	struct wsp_cli cli;
-	int rc = wsp_cli_parse(argc, argv, WSP_CLI_KIND | WSP_CLI_JSON, callsites ? callsites_own : leaks_own, own_option, o,
-			       callsites ? usage_callsites : usage_leaks, &cli);
+	int rc = wsp_cli_parse(argc, argv, WSP_CLI_KIND | WSP_CLI_JSON | WSP_CLI_MANY, callsites ? callsites_own : leaks_own,
+			       own_option, o, callsites ? usage_callsites : usage_leaks, &cli);
 	if (rc >= 0)
 		return rc ? rc : -1;
+	o->cli = cli;
 	o->trace = cli.trace;
 	o->json = cli.json;
 	if (cli.kind >= 0)
@@ -272,8 +277,7 @@ static int gather_loaded(struct wsp_loaded *l, unsigned kind, bool by_stack, enu
 		r->v = NULL;
 		return -1;
 	}
-	sort_by = sort;
-	qsort(r->v, r->n, sizeof *r->v, cmp_rows);
+	qsort_r(r->v, r->n, sizeof *r->v, cmp_rows, &sort);
 	return 0;
 }
 
@@ -384,16 +388,6 @@ static void callsites_text(const struct options *o, struct wsp_loaded *l, const 
 		printf("  (no %s allocations recorded)\n", wsprof_kind_name(o->kind));
 }
 
-/* The options, the trace loaded and its rows, for callsites or leaks.
- * @return -1 to go on, or the exit status to return now. */
-static int open_rows(int argc, char **argv, bool callsites, struct options *o, struct wsp_loaded *l, struct rows *r)
-{
-	int rc = parse(argc, argv, callsites, o);
-	if (rc)
-		return rc < 0 ? 0 : rc;
-	return gather(o, callsites ? o->full : true, l, r) ? 1 : -1;
-}
-
 static void callsites_print(const struct options *o, struct wsp_loaded *l, struct rows *r)
 {
 	size_t shown = r->n < o->top ? r->n : o->top;
@@ -463,12 +457,24 @@ static int rows_command(int argc, char **argv, bool callsites)
 	struct options o;
 	struct wsp_loaded l;
 	struct rows r;
-	int rc = open_rows(argc, argv, callsites, &o, &l, &r);
-	if (rc >= 0)
+	int rc = parse(argc, argv, callsites, &o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (o.cli.job) {
+		struct wsp_job_report jr = { o.kind, sort_names[o.sort], o.top, o.json, !callsites, !callsites || o.full };
+		rc = wsp_job_sites(o.cli.job, o.cli.njob, &jr);
+		wsp_cli_free(&o.cli);
 		return rc;
+	}
+	rc = gather(&o, callsites ? o.full : true, &l, &r) ? 1 : -1;
+	if (rc >= 0) {
+		wsp_cli_free(&o.cli);
+		return rc;
+	}
 	(callsites ? callsites_print : leaks_print)(&o, &l, &r);
 	free(r.v);
 	wsp_loaded_free(&l);
+	wsp_cli_free(&o.cli);
 	return 0;
 }
 

@@ -54,8 +54,11 @@ static void print_python(const struct wsp_loaded *l)
 
 static void usage(FILE *out)
 {
-	fputs("usage: wsprof report summary [--json] [--caller MODULE]... TRACE\n"
+	fputs("usage: wsprof report summary [--json] [--caller MODULE]... [--process RANK|PID] TRACE...|DIR\n"
+	      "  several traces, or a directory of them: the job as one (every process, the tree fork\n"
+	      "  and exec made, totals, and across the ranks the least, median and most of each figure)\n"
 	      "  --json           one JSON object with every figure\n"
+	      "  --process P      only the trace of rank P (else of pid P) among those given\n"
 	      "  --caller MODULE  count only allocations made from MODULE (a file name such as\n"
 	      "                   libfoo.so.1, or a full path); C++ operator new is looked through.\n"
 	      "                   May be repeated.\n", out);
@@ -171,6 +174,13 @@ static void print_json(const struct wsp_loaded *l)
 	wsp_json_string(&j, "exe", p->exe);
 	wsp_json_string(&j, "cmdline", p->cmdline);
 	wsp_json_seconds(&j, "start_unix_s", p->start_realtime_ns);
+	if (p->rank >= 0)
+		wsp_json_int(&j, "rank", p->rank);
+	else
+		wsp_json_null(&j, "rank");
+	wsp_json_uint(&j, "job_size", p->job_size);
+	wsp_json_string(&j, "job_id", p->job_id[0] ? p->job_id : NULL);
+	wsp_json_string(&j, "launcher", p->launcher[0] ? p->launcher : NULL);
 	wsp_json_end_object(&j);
 	wsp_json_begin_object(&j, "recorder");
 	wsp_json_string(&j, "version", p->tool_version);
@@ -308,6 +318,13 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	if (p->parent_traced_pid)
 		printf(", forked from traced pid %u", p->parent_traced_pid);
 	printf("\n");
+	if (p->rank >= 0) {
+		printf("  job       rank %lld", (long long)p->rank);
+		if (p->job_size)
+			printf(" of %llu", (unsigned long long)p->job_size);
+		printf(" (%s%s%sfrom %s's environment)\n", p->job_id[0] ? "job " : "", p->job_id, p->job_id[0] ? ", " : "",
+		       p->launcher[0] ? p->launcher : "the launcher");
+	}
 	time_t start = (time_t)(p->start_realtime_ns / 1000000000u);
 	struct tm tm;
 	char when[64] = "?";
@@ -433,10 +450,16 @@ int wsp_cmd_summary(int argc, char **argv)
 		return 1;
 	}
 	struct wsp_cli cli;
-	int status = wsp_cli_parse(argc, argv, WSP_CLI_JSON, own, add_caller, &cs, usage, &cli);
+	int status = wsp_cli_parse(argc, argv, WSP_CLI_JSON | WSP_CLI_MANY, own, add_caller, &cs, usage, &cli);
 	if (status >= 0) {
 		free(cs.v);
 		return status;
+	}
+	if (cli.job) {
+		int rc = wsp_job_summary(cli.job, cli.njob, cs.n ? cs.v : NULL, cli.json);
+		wsp_cli_free(&cli);
+		free(cs.v);
+		return rc;
 	}
 	const char **callers = cs.v, *trace = cli.trace;
 	size_t ncallers = cs.n;
@@ -451,6 +474,7 @@ int wsp_cmd_summary(int argc, char **argv)
 			print_text(&l, ncallers > 0);
 		wsp_loaded_free(&l);
 	}
+	wsp_cli_free(&cli);
 	free(callers);
 	return rc;
 }

@@ -40,7 +40,7 @@ extern "C" {
 
 /* Trace format version this reader writes and understands (doc/trace-format.md). */
 #define WSPROF_FORMAT_MAJOR 2
-#define WSPROF_FORMAT_MINOR 3
+#define WSPROF_FORMAT_MINOR 4
 
 /* A frame of a stack that is a Python frame (2.3), not a return address:
  * the top bit set, the code object's id (wsprof_trace_pycode) and the
@@ -221,6 +221,14 @@ typedef struct wsprof_process {
 	unsigned release_pages;
 	/* The library that served malloc (format 2.1): a path, "" unknown. */
 	const char *allocator;
+	/* The process's place in a parallel job (format 2.4), from its
+	 * launcher's environment: its rank (-1: none), the job's size in
+	 * processes (0: not known), the job's id ("" not known) and which
+	 * launcher said so ("" none; "openmpi", "pmix", "pmi", "slurm"). */
+	int64_t rank;
+	uint64_t job_size;
+	const char *job_id;
+	const char *launcher;
 } wsprof_process;
 
 typedef struct wsprof_trace_status {
@@ -335,6 +343,12 @@ typedef struct wsprof_module_info {
  * module is unloaded in the stream or the trace is closed.
  * @return 1 with *info filled, 0 if no module covers addr. */
 WSPROF_API int wsprof_trace_module_info_at(const wsprof_trace *t, uint64_t addr, wsprof_module_info *info);
+
+/* Where the module loaded at addr lies: from the lowest address one of
+ * its loadable segments starts at to the highest one ends at (base +
+ * p_vaddr, base + p_vaddr + p_memsz), the range a profile's mapping of it
+ * spans. @return 1 with *start and *end filled, 0 if no module covers addr. */
+WSPROF_API int wsprof_trace_module_span_at(const wsprof_trace *t, uint64_t addr, uint64_t *start, uint64_t *end);
 
 WSPROF_API void wsprof_trace_close(wsprof_trace *t);
 

@@ -963,6 +963,11 @@ Test(reader_modules, module_map_follows_the_stream)
 	cr_expect_not_null(wsprof_trace_module_at(t, 0x403000, NULL), "start of the second segment");
 	cr_expect_null(wsprof_trace_module_at(t, 0x402000, NULL), "between the segments");
 	cr_expect_null(wsprof_trace_module_at(t, 0x403800, NULL), "just past the second segment");
+	uint64_t start = 0, end = 0;
+	cr_expect_eq(wsprof_trace_module_span_at(t, 0x403000, &start, &end), 1);
+	cr_expect(start == 0x400000 && end == 0x403800, "the span of both segments: 0x%llx-0x%llx",
+		  (unsigned long long)start, (unsigned long long)end);
+	cr_expect_eq(wsprof_trace_module_span_at(t, 0x402000, &start, &end), 0, "between the segments: no module");
 
 	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
 	cr_assert_eq(ev.type, WSPROF_EV_MODULE_LOAD);
@@ -972,6 +977,8 @@ Test(reader_modules, module_map_follows_the_stream)
 	cr_expect(m && strcmp(m, "/opt/plug.so") == 0);
 	cr_expect_eq(base, 0x7f0000000000);
 	cr_expect_null(wsprof_trace_module_at(t, 0x7f0000000000, NULL), "vaddr is relative to the base");
+	cr_expect_eq(wsprof_trace_module_span_at(t, 0x7f0000001234, &start, &end), 1);
+	cr_expect(start == 0x7f0000001000 && end == 0x7f0000003000, "a span starts at its first segment");
 	m = wsprof_trace_module_at(t, 0x400010, NULL);
 	cr_expect(m && strcmp(m, "/lib/libfoo.so") == 0, "the first module is still there");
 
