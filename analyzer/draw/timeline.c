@@ -15,6 +15,7 @@
  */
 #include "views.h"
 
+#include "job.h"
 #include "json.h"
 
 #include <getopt.h>
@@ -469,9 +470,205 @@ static void print_json(const struct wsp_loaded *l, int kind)
 	wsp_json_end_object(&j);
 }
 
+/* ---- A job: one line per process on the common clock ------------------ */
+
+#define JOB_LEGEND_MAX 12
+
+struct job_line {
+	struct line live;          /* x: seconds since the process started */
+	uint64_t peak, peak_ns;
+};
+
+struct job_timeline {
+	unsigned kind;
+};
+
+static int job_visit(struct wsp_job_proc *p, struct wsp_loaded *l, void *ctx)
+{
+	const struct job_timeline *jt = ctx;
+	struct job_line *jl = calloc(1, sizeof *jl);
+	if (!jl || line_of_series(wsp_model_live_series(l->model, jt->kind), PICK_HI, wsp_model_last_time(l->model),
+				  &jl->live)) {
+		free(jl);
+		fprintf(stderr, "wsprof: out of memory\n");
+		return -1;
+	}
+	const struct wsp_kind_stats *ks = wsp_model_kind(l->model, jt->kind);
+	jl->peak = ks->peak_bytes;
+	jl->peak_ns = ks->peak_time_ns;
+	p->extra = jl;
+	return 0;
+}
+
+static void job_line_free(void *extra)
+{
+	struct job_line *jl = extra;
+	line_free(&jl->live);
+	free(jl);
+}
+
+/* The processes drawn: read, and holding memory of the kind. */
+static bool job_drawn(const struct wsp_job_proc *p)
+{
+	return !p->failed && p->extra && ((const struct job_line *)p->extra)->peak;
+}
+
+static uint64_t job_start(const struct wsp_job *job)
+{
+	uint64_t start = UINT64_MAX;
+	for (size_t i = 0; i < job->n; i++)
+		if (!job->procs[i].failed && job->procs[i].start_realtime_ns < start)
+			start = job->procs[i].start_realtime_ns;
+	return start;
+}
+
+static void job_draw(struct wsp_doc *doc, const struct wsp_job *job, unsigned kind, const char *first, size_t ntraces)
+{
+	cairo_t *cr = wsp_doc_page(doc);
+	char sub[512];
+	size_t drawn = 0;
+	for (size_t i = 0; i < job->n; i++)
+		drawn += job_drawn(&job->procs[i]);
+	snprintf(sub, sizeof sub, "%s of a job: %zu of its %zu traces hold %s memory  -  %s%s", wsprof_kind_name(kind), drawn,
+		 job->n - job->unread, wsprof_kind_name(kind), first, ntraces > 1 ? " ..." : "");
+	double top = wsp_page_heading(cr, "Memory over time, by process", sub);
+	uint64_t start = job_start(job);
+	double end = 0, ymax = 0;
+	for (size_t i = 0; i < job->n; i++) {
+		const struct wsp_job_proc *p = &job->procs[i];
+		if (!job_drawn(p))
+			continue;
+		const struct job_line *jl = p->extra;
+		double off = (double)(p->start_realtime_ns - start) / 1e9, e = off + (double)p->duration_ns / 1e9;
+		end = e > end ? e : end;
+		ymax = (double)jl->peak > ymax ? (double)jl->peak : ymax;
+		ymax = line_max(&jl->live) > ymax ? line_max(&jl->live) : ymax;
+	}
+	struct wsp_chart c;
+	wsp_chart_init(&c, cr, WSP_MARGIN + 62, top + 18, WSP_PAGE_W - 2 * WSP_MARGIN - 70, WSP_PAGE_H - WSP_MARGIN - top - 50,
+		       0, end > 0 ? end : 1, WSP_UNIT_SECONDS, 0, ymax > 0 ? ymax : 1, WSP_UNIT_BYTES);
+	char title[128];
+	snprintf(title, sizeof title, "%s allocated, each process on the job's clock", wsprof_kind_name(kind));
+	wsp_chart_axes(&c, title, "time since the job's first process started", "bytes");
+	struct wsp_legend_item legend[JOB_LEGEND_MAX + 1];
+	char names[JOB_LEGEND_MAX][64], more[64];
+	size_t nl = 0, k = 0;
+	for (size_t i = 0; i < job->n; i++) {
+		const struct wsp_job_proc *p = &job->procs[i];
+		if (!job_drawn(p))
+			continue;
+		const struct job_line *jl = p->extra;
+		double off = (double)(p->start_realtime_ns - start) / 1e9;
+		double *xs = malloc((jl->live.n ? jl->live.n : 1) * sizeof *xs);
+		if (!xs)
+			break;
+		for (size_t j = 0; j < jl->live.n; j++)
+			xs[j] = jl->live.x[j] + off;
+		struct wsp_rgb colour = wsp_colour_cycle(k);
+		wsp_chart_line(&c, xs, jl->live.y, jl->live.n, colour, 1.3, false, true);
+		free(xs);
+		if (nl < JOB_LEGEND_MAX) {
+			char who[32];
+			const char *prog = strrchr(p->exe, '/');
+			snprintf(names[nl], sizeof names[nl], "%s: %s", wsp_job_proc_name(p, who, sizeof who), prog ? prog + 1 : p->exe);
+			legend[nl] = (struct wsp_legend_item){ names[nl], colour, false, false };
+			nl++;
+		}
+		k++;
+	}
+	size_t shown = nl;
+	if (k > shown) {
+		snprintf(more, sizeof more, "and %zu more processes", k - shown);
+		legend[nl++] = (struct wsp_legend_item){ more, WSP_C_TEXT, true, false };
+	}
+	wsp_chart_legend(&c, legend, nl);
+}
+
+static void job_json(const struct wsp_job *job, unsigned kind)
+{
+	uint64_t start = job_start(job);
+	struct wsp_json j;
+	wsp_json_init(&j, stdout);
+	wsp_json_begin_object(&j, NULL);
+	wsp_json_string(&j, "report", "timeline");
+	wsp_json_bool(&j, "job", true);
+	wsp_json_string(&j, "kind", wsprof_kind_name(kind));
+	wsp_json_seconds(&j, "start_unix_s", start);
+	wsp_json_begin_array(&j, "processes");
+	for (size_t i = 0; i < job->n; i++) {
+		const struct wsp_job_proc *p = &job->procs[i];
+		if (p->failed || !p->extra)
+			continue;
+		const struct job_line *jl = p->extra;
+		uint64_t off = p->start_realtime_ns - start;
+		wsp_json_begin_object(&j, NULL);
+		wsp_json_string(&j, "trace", p->path);
+		wsp_json_uint(&j, "pid", p->pid);
+		p->rank >= 0 ? wsp_json_int(&j, "rank", p->rank) : wsp_json_null(&j, "rank");
+		wsp_json_seconds(&j, "start_s", off);
+		wsp_json_seconds(&j, "end_s", off + p->duration_ns);
+		wsp_json_uint(&j, "peak_bytes", jl->peak);
+		wsp_json_seconds(&j, "peak_s", off + jl->peak_ns);
+		wsp_json_begin_array(&j, "allocated");
+		for (size_t k = 0; k < jl->live.n; k++) {
+			wsp_json_begin_object(&j, NULL);
+			wsp_json_double(&j, "t_s", (double)off / 1e9 + jl->live.x[k]);
+			wsp_json_uint(&j, "bytes", (uint64_t)jl->live.y[k]);
+			wsp_json_end_object(&j);
+		}
+		wsp_json_end_array(&j);
+		wsp_json_end_object(&j);
+	}
+	wsp_json_end_array(&j);
+	wsp_json_end_object(&j);
+}
+
+static void job_text(const struct wsp_job *job, unsigned kind)
+{
+	uint64_t start = job_start(job);
+	printf("wsprof memory over time of a job: %zu traces, %s\n\n", job->n - job->unread, wsprof_kind_name(kind));
+	printf("  %-10s %8s %-28s %10s %10s %12s %10s\n", "process", "pid", "program", "start", "end", "peak", "peak at");
+	for (size_t i = 0; i < job->n; i++) {
+		const struct wsp_job_proc *p = &job->procs[i];
+		if (p->failed || !p->extra)
+			continue;
+		const struct job_line *jl = p->extra;
+		uint64_t off = p->start_realtime_ns - start;
+		char who[32], a[32];
+		printf("  %-10s %8u %-28.28s %8.3f s %8.3f s %12s %8.3f s\n", wsp_job_proc_name(p, who, sizeof who), p->pid,
+		       p->cmdline[0] ? p->cmdline : p->exe, (double)off / 1e9, (double)(off + p->duration_ns) / 1e9,
+		       wsp_human_bytes(a, sizeof a, jl->peak), (double)(off + jl->peak_ns) / 1e9);
+	}
+	printf("\n  (times since the job's first process started; a line per process: -o timeline.pdf)\n");
+}
+
+static int timeline_job(const struct wsp_cli *cli, const char *out)
+{
+	struct job_timeline jt = { cli->kind >= 0 ? (unsigned)cli->kind : WSPROF_KIND_HEAP };
+	struct wsp_model_options mo = { 0 };
+	struct wsp_job job;
+	if (wsp_job_load(cli->job, cli->njob, &mo, false, job_visit, &jt, &job))
+		return 1;
+	int status = 0;
+	if (out) {
+		struct wsp_doc *doc = wsp_doc_open(out, false);
+		if (doc)
+			job_draw(doc, &job, jt.kind, cli->job[0], cli->njob);
+		status = wsp_doc_finish(doc, true);
+	} else if (cli->json) {
+		job_json(&job, jt.kind);
+	} else {
+		job_text(&job, jt.kind);
+	}
+	wsp_job_free(&job, job_line_free);
+	return status;
+}
+
 static void usage(FILE *out)
 {
-	fputs("usage: wsprof report timeline [-o OUT.pdf|OUT.svg|OUT.png] [--kind KIND] [--json] TRACE\n"
+	fputs("usage: wsprof report timeline [-o OUT.pdf|OUT.svg|OUT.png] [--kind KIND] [--json] [--process P] TRACE...|DIR\n"
+	      "  several traces or a directory: the kind (default heap) of each process, a line each,\n"
+	      "  on the job's clock\n"
 	      "  memory over time, per kind: allocated, truly in use, working set, resident set,\n"
 	      "  device free memory; phases shaded, failed allocations marked\n"
 	      "  -o FILE       draw it (two kinds a page; SVG and PNG: FILE-1.svg, ... when more)\n"
@@ -482,18 +679,28 @@ static void usage(FILE *out)
 int wsp_cmd_timeline(int argc, char **argv)
 {
 	struct wsp_cli cli;
-	int rc = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT | WSP_CLI_KIND | WSP_CLI_JSON, NULL, NULL, NULL, usage, &cli);
+	int rc = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT | WSP_CLI_KIND | WSP_CLI_JSON | WSP_CLI_MANY, NULL, NULL, NULL, usage,
+			       &cli);
 	if (rc >= 0)
 		return rc;
 	const char *out = cli.out, *trace = cli.trace;
 	bool json = cli.json;
 	enum wsp_doc_format format;
-	if (out && wsp_doc_format_of(out, &format))
+	if (out && wsp_doc_format_of(out, &format)) {
+		wsp_cli_free(&cli);
 		return 2;
+	}
+	if (cli.job) {
+		rc = timeline_job(&cli, out);
+		wsp_cli_free(&cli);
+		return rc;
+	}
 	struct wsp_loaded l;
 	struct wsp_model_options mo = { 0 };
-	if (wsp_load(trace, &mo, false, &l))
+	if (wsp_load(trace, &mo, false, &l)) {
+		wsp_cli_free(&cli);
 		return 1;
+	}
 	int k = cli.kind;
 	int status = 0;
 	if (out) {
@@ -509,5 +716,6 @@ int wsp_cmd_timeline(int argc, char **argv)
 		print_text(&l, k);
 	}
 	wsp_loaded_free(&l);
+	wsp_cli_free(&cli);
 	return status;
 }

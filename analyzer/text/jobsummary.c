@@ -40,9 +40,10 @@ static bool by_rank(const struct wsp_job *job)
 	return ranked >= 2;
 }
 
+/* An image that ended in exec goes on as the next one: not a process of its own here. */
 static bool compared(const struct wsp_job_proc *p, bool ranks)
 {
-	return !p->failed && (!ranks || p->rank >= 0);
+	return !p->failed && !p->status.ended_by_exec && (!ranks || p->rank >= 0);
 }
 
 enum figure { FIG_PEAK, FIG_LEAKED, FIG_ALLOCATIONS, FIG_DURATION };
@@ -159,7 +160,12 @@ static void print_processes(const struct wsp_job *job)
 	printf("\n  %-10s %8s %8s %-32s %10s", "process", "pid", "parent", "program", "duration");
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
 		if (kind_shown(job, k))
-			printf(" %11.11s %11.11s", wsprof_kind_name(k), "leaked");
+		{
+			char peak[24], leaked[24];
+			snprintf(peak, sizeof peak, "%s peak", wsprof_kind_name(k));
+			snprintf(leaked, sizeof leaked, "%s leaked", wsprof_kind_name(k));
+			printf(" %11.11s %11.11s", peak, leaked);
+		}
 	printf(" %7s\n", "failed");
 	for (size_t i = 0; i < job->n; i++) {
 		const struct wsp_job_proc *p = &job->procs[i];
