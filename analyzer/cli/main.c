@@ -89,6 +89,7 @@ static void usage(FILE *out)
 		     "       wsprof report TRACE -o report.pdf|.svg|.png   (everything, in one document)\n"
 		     "       wsprof report REPORT [OPTIONS] TRACE\n"
 		     "       wsprof export --perfetto -o trace.json TRACE   (for ui.perfetto.dev, chrome://tracing)\n"
+		     "       wsprof export --pprof -o heap.pb.gz [--at peak|end|SECONDS] TRACE   (for go tool pprof)\n"
 		     "       wsprof symbolize TRACE   (names kept beside it: reports name frames on any machine)\n"
 		     "       wsprof diff BASE NEW   (what changed between two runs: figures, call sites, -o a flame graph)\n"
 		     "       wsprof check TRACE --max-peak heap=512MiB ...   (memory budgets for CI: exit status 1 when over)\n"

@@ -101,6 +101,11 @@ static inline uint64_t block_count(const struct wsp_model *m, const struct wsp_b
 	return (uint64_t)whole + ((double)(h >> 11) * 0x1p-53 < w - whole);
 }
 
+uint64_t wsp_model_block_count(const struct wsp_model *m, const struct wsp_block *b)
+{
+	return block_count(m, b);
+}
+
 void wsp_model_free(struct wsp_model *m)
 {
 	if (!m)

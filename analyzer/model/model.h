@@ -280,6 +280,11 @@ double wsp_sample_probability(uint64_t sample_bytes, uint64_t size);
 /* The bytes a live block stands for in the figures: its size, or in a
  * sampled trace, for a heap block, size / p, rounded. */
 uint64_t wsp_model_block_bytes(const struct wsp_model *m, const struct wsp_block *b);
+/* The allocations a live block stands for in the counts: 1, or for a heap
+ * block of a sampled trace 1/p drawn whole (the same at its allocation and
+ * at its free). A range is a piece of its mapping (origin): it says 1 for
+ * the mapping, which counts once however many pieces munmap cut it in. */
+uint64_t wsp_model_block_count(const struct wsp_model *m, const struct wsp_block *b);
 /* Are this kind's figures estimates (a sampled trace's heap)? */
 bool wsp_model_estimated(const struct wsp_model *m, unsigned kind);
 

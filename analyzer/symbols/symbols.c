@@ -47,6 +47,7 @@ struct mod {
 	uint8_t *build_id;
 	size_t build_id_len;
 	uint64_t base;
+	uint64_t start, end;  /* the span of its loadable segments */
 	int state;
 	Dwfl *dwfl;
 	Dwfl_Module *dm;
@@ -313,7 +314,8 @@ static const char *intern(struct wsp_syms *s, const char *str)
 
 /* ---- modules ---------------------------------------------------------- */
 
-static int32_t module_of(struct wsp_syms *s, const wsprof_module_info *info)
+/* The module of an address (at addr, as info describes it), made on first sight. */
+static int32_t module_of(struct wsp_syms *s, const wsprof_trace *t, uint64_t addr, const wsprof_module_info *info)
 {
 	for (size_t i = 0; i < s->nmods; i++) {
 		const struct mod *m = &s->mods[i];
@@ -340,6 +342,7 @@ static int32_t module_of(struct wsp_syms *s, const wsprof_module_info *info)
 		snprintf(m->bid + 2 * i, 3, "%02x", info->build_id[i]);
 	m->key = m->bid[0] ? intern(s, m->bid) : NULL;
 	m->base = info->base;
+	wsprof_trace_module_span_at(t, addr, &m->start, &m->end);
 	const char *slash = strrchr(m->path, '/');
 	m->name = slash ? slash + 1 : m->path;
 	return (int32_t)s->nmods++;
@@ -412,10 +415,8 @@ static const Dwfl_Callbacks callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
-static void debug_places(void)
+static void find_debug_places(void)
 {
-	if (debuginfo_path)
-		return;
 	/* libdwfl would ask a debuginfod server where DEBUGINFOD_URLS names
 	 * one: a report never goes to the network (the cache is read above). */
 	unsetenv("DEBUGINFOD_URLS");
@@ -423,6 +424,13 @@ static void debug_places(void)
 	size_t n = (mine ? strlen(mine) : 0) + 64;
 	if ((debuginfo_path = malloc(n)))
 		snprintf(debuginfo_path, n, "%s%s:.debug:/usr/lib/debug", mine && *mine ? mine : "", mine && *mine ? ":" : "");
+}
+
+/* Once a process: the readers of a job's traces start on threads of their own. */
+static void debug_places(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, find_debug_places);
 }
 
 /* Open a module's file with libdwfl and check that it is the file that
@@ -542,7 +550,7 @@ int wsp_syms_note_stack(struct wsp_syms *s, const wsprof_trace *t, uint64_t node
 		/* A return address may be just past its function's end: look up the call. */
 		if (WSPROF_IS_PYFRAME(ip))
 			mod = PY_MOD;
-		else if (wsprof_trace_module_info_at(t, ip - 1, &info) && (mod = module_of(s, &info)) >= 0)
+		else if (wsprof_trace_module_info_at(t, ip - 1, &info) && (mod = module_of(s, t, ip - 1, &info)) >= 0)
 			offset = ip - info.base;
 		int64_t e = entry_of(s, mod, offset);
 		if (e < 0 || (mod == PY_MOD && !s->addrs[e].named && name_python(s, t, &s->addrs[e], ip)))
@@ -971,7 +979,8 @@ static int name_offset(struct mod *m, uint64_t offset, struct raws *out)
 static int adopt(struct wsp_syms *s, struct addr_entry *e, struct raw *r, size_t n)
 {
 	struct mod *m = e->mod >= 0 ? &s->mods[e->mod] : NULL;
-	struct wsp_frame base = { .offset = e->offset, .module = m ? intern(s, m->name) : NULL };
+	struct wsp_frame base = { .offset = e->offset, .module_id = m ? (uint32_t)e->mod + 1 : 0,
+				  .module = m ? intern(s, m->name) : NULL };
 	e->first = (uint32_t)s->narena;
 	int err = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -1014,6 +1023,7 @@ static int from_cache(struct wsp_syms *s, struct addr_entry *e)
 	for (uint32_t k = 0; k < hit->count; k++) {
 		struct wsp_frame f = s->cache_frames[hit->first + k];
 		f.module = module;
+		f.module_id = (uint32_t)e->mod + 1;
 		f.offset = e->offset;
 		if (arena_add(s, f))
 			return -ENOMEM;
@@ -1413,6 +1423,16 @@ const struct wsp_frame *wsp_syms_site(struct wsp_syms *s, const wsprof_trace *t,
 		}
 	}
 	return NULL;
+}
+
+bool wsp_syms_module(const struct wsp_syms *s, uint32_t id, struct wsp_module *out)
+{
+	if (!id || id > s->nmods)
+		return false;
+	const struct mod *m = &s->mods[id - 1];
+	*out = (struct wsp_module){ .path = m->path, .build_id = m->bid, .base = m->base, .start = m->start,
+				    .end = m->end };
+	return true;
 }
 
 const char *wsp_frame_label(const struct wsp_frame *f, char *buf, size_t cap)

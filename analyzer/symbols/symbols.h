@@ -29,6 +29,7 @@ struct wsp_frame {
 	const char *function; /* demangled; NULL when unknown */
 	const char *file;     /* source file as the debug info names it; NULL when unknown */
 	unsigned line;        /* 0 when unknown */
+	uint32_t module_id;   /* its module for wsp_syms_module; 0 outside any (and for Python frames) */
 	const char *module;   /* file name of the module; NULL outside any module */
 	uint64_t offset;      /* of the return address in the module (or absolute, outside) */
 	bool inlined;         /* inlined into the frame after it */
@@ -120,6 +121,17 @@ size_t wsp_syms_site_at(const struct wsp_syms *s, const struct wsp_frame *frames
  * frame's own for as long as s lives (its place among all frames named):
  * stacks of one site give one id. NULL when the stack has no frames. */
 const struct wsp_frame *wsp_syms_site(struct wsp_syms *s, const wsprof_trace *t, uint64_t stack, uint32_t *id);
+
+/* A module of the stacks noted, as the trace recorded it: one loaded at
+ * two places (unloaded, loaded again) is two. */
+struct wsp_module {
+	const char *path;     /* as the loader named it; the main program's full path */
+	const char *build_id; /* in hex, "" without one */
+	uint64_t base;        /* load bias: a frame's return address is base + offset */
+	uint64_t start, end;  /* the addresses its loadable segments span */
+};
+/* The module of frames whose module_id is id. @return false for 0 (none). */
+bool wsp_syms_module(const struct wsp_syms *s, uint32_t id, struct wsp_module *out);
 
 /* "function (file:line)", "function (module)", "module+0x1f2e" or "0x7f...". */
 const char *wsp_frame_label(const struct wsp_frame *f, char *buf, size_t cap);

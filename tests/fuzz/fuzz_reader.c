@@ -104,6 +104,9 @@ static size_t walk_stack(wsprof_trace *t, uint64_t stack)
 		wsprof_module_info info;
 		if (wsprof_trace_module_info_at(t, ips[i] - 1, &info))
 			sum += touch_string(info.path) + touch(info.build_id, info.build_id_len);
+		uint64_t start, end;
+		if (wsprof_trace_module_span_at(t, ips[i] - 1, &start, &end))
+			sum += (size_t)(end - start);
 	}
 	/* The same walk node by node, as far as a corrupt tree lets it go. */
 	uint64_t node = stack, parent, ip;

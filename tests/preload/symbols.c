@@ -26,14 +26,7 @@ TestSuite(symbols, .fini = wt_cleanup, .timeout = 60);
 static uint64_t line_of(const char *source, const char *marker)
 {
 	char *path = wt_path(getenv("WSPROF_SOURCE_ROOT"), "tests/progs/%s", source);
-	char *text = wt_read_file(path, NULL);
-	cr_assert(text, "cannot read %s", path);
-	const char *at = strstr(text, marker);
-	cr_assert(at, "%s has no %s", path, marker);
-	uint64_t line = 1;
-	for (const char *p = text; p < at; p++)
-		line += *p == '\n';
-	free(text);
+	uint64_t line = wt_line_of(path, marker);
 	free(path);
 	return line;
 }

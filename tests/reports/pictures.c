@@ -4,6 +4,7 @@
 #include "pictures.h"
 
 #include "harness.h"
+#include "trace_builder.h"
 
 #include <cairo.h>
 #include <criterion/criterion.h>
@@ -103,6 +104,30 @@ char *wt_wsprof_ok(const char *const args[], int status)
 	r.out = NULL;
 	wt_result_free(&r);
 	return out;
+}
+
+void wt_expect_failure(const char *command, const char *const args[], int status, const char *words, bool one_line)
+{
+	const char *argv[32] = { wt_wsprof(), command };
+	size_t n = 2;
+	for (size_t i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	struct wt_result r;
+	cr_assert_eq(wt_run(&r, argv), 0, "cannot run wsprof");
+	cr_expect_eq(r.status, status, "wsprof %s: exit %d, not %d:\n%s", command, r.status, status, r.err);
+	cr_expect(strstr(r.err, words), "no \"%s\" in:\n%s", words, r.err);
+	if (one_line)
+		cr_expect_eq(wt_count_lines(r.err), 1, "more than one line:\n%s", r.err);
+	cr_expect_str_eq(r.out, "");
+	wt_result_free(&r);
+}
+
+char *wt_built_trace(struct trace_builder *b, const char *name)
+{
+	char *path = wt_path(wt_test_dir(), "%s", name);
+	cr_assert_eq(tb_save(b, path), 0, "cannot write %s", path);
+	tb_fini(b);
+	return path;
 }
 
 char *wt_golden(const char *name)

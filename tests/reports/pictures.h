@@ -28,6 +28,13 @@ size_t wt_assert_png(const char *path, int width, int height, size_t colours);
 /* Run `wsprof ARGS...`, asserting it exits with status; the result's
  * stdout (malloc'd, may be empty) is returned. */
 char *wt_wsprof_ok(const char *const args[], int status);
+/* Run `wsprof COMMAND ARGS...`, asserting it exits with status, says
+ * `words` on stderr (in one line when one_line) and nothing on stdout. */
+void wt_expect_failure(const char *command, const char *const args[], int status, const char *words, bool one_line);
+/* A trace built with trace_builder, saved as NAME in this test's directory
+ * (asserting it is), b freed. @return its path, malloc'd. */
+struct trace_builder;
+char *wt_built_trace(struct trace_builder *b, const char *name);
 /* The committed golden trace of that name (tests/golden/NAME.wsp); malloc'd. */
 char *wt_golden(const char *name);
 

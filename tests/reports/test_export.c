@@ -272,10 +272,7 @@ static char *long_trace(void)
 		}
 	}
 	tb_footer(&b, t + 100 * MS);
-	char *path = wt_path(wt_test_dir(), "long.wsp");
-	cr_assert_eq(tb_save(&b, path), 0);
-	tb_fini(&b);
-	return path;
+	return wt_built_trace(&b, "long.wsp");
 }
 
 Test(export, a_long_trace_stays_bounded_and_keeps_its_peaks)
@@ -321,18 +318,7 @@ Test(export, a_recording_of_the_example)
 /* wsprof export ARGS exits with status and one line on stderr. */
 static void expect_one_line_error(const char *const args[], int status, const char *words)
 {
-	const char *argv[16] = { wt_wsprof(), "export" };
-	size_t n = 2;
-	for (size_t i = 0; args[i]; i++)
-		argv[n++] = args[i];
-	struct wt_result r;
-	cr_assert_eq(wt_run(&r, argv), 0);
-	cr_expect_eq(r.status, status, "exit %d, not %d:\n%s", r.status, status, r.err);
-	cr_expect(strstr(r.err, words), "no \"%s\" in:\n%s", words, r.err);
-	if (status == 1)
-		cr_expect_eq(wt_count_lines(r.err), 1, "more than one line:\n%s", r.err);
-	cr_expect_str_eq(r.out, "");
-	wt_result_free(&r);
+	wt_expect_failure("export", args, status, words, status == 1);
 }
 
 Test(export, bad_input_gets_one_line)
@@ -375,10 +361,7 @@ static char *built_trace(const char *name, const uint64_t *stacks, size_t n)
 	tb_sync(&b, n + 1, n + 1);
 	tb_chunk(&b);
 	tb_footer(&b, n + 2);
-	char *path = wt_path(wt_test_dir(), "%s", name);
-	cr_assert_eq(tb_save(&b, path), 0);
-	tb_fini(&b);
-	return path;
+	return wt_built_trace(&b, name);
 }
 
 /* `wsprof symbolize TRACE`: its exit status, output, and whether it left TRACE.symbols. */

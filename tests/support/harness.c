@@ -155,6 +155,19 @@ uint64_t wt_u64(const struct wt_json *j, const char *path)
 	return v;
 }
 
+uint64_t wt_line_of(const char *path, const char *marker)
+{
+	char *text = wt_read_file(path, NULL);
+	cr_assert(text, "cannot read %s", path);
+	const char *at = strstr(text, marker);
+	cr_assert(at, "%s has no %s", path, marker);
+	uint64_t line = 1;
+	for (const char *p = text; p < at; p++)
+		line += *p == '\n';
+	free(text);
+	return line;
+}
+
 static const char *const kinds[] = { "heap", "mmap" };
 static const char *const nonzero_if_used[] = { "allocations", "failed" };
 

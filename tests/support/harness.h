@@ -61,6 +61,10 @@ struct wt_json *wt_json_load(const char *path);
 /* A counter that must be there. */
 uint64_t wt_u64(const struct wt_json *j, const char *path);
 
+/* The line of the file at path that holds `marker` (a test program's
+ * SITE:... comments), asserting there is one. */
+uint64_t wt_line_of(const char *path, const char *marker);
+
 /* The summary counts exactly what the program counted: for every kind in
  * `books` ({"heap": {...}, "mmap": {...}}), every figure equals
  * summary.kinds.<kind>.<figure>; kinds the program never used have no

@@ -1996,3 +1996,34 @@ Test(reader_ahead, closing_before_the_end_ends_the_reading_threads)
 	cr_expect_gt(want, 100);
 	tb_fini(&b);
 }
+
+/* Format 2.4: the process's place in a parallel job, and none before. */
+Test(reader_compat, the_rank_of_a_job_and_none_before_2_4)
+{
+	struct trace_builder b, old;
+	tb_init(&b);
+	tb_init(&old);
+	struct tb_process pr = tb_process_default();
+	pr.rank_plus_one = 3;
+	pr.job_size = 4;
+	pr.job_id = "97452033";
+	pr.launcher = "openmpi";
+	tb_header(&b, &pr);
+	tb_footer(&b, 0);
+	tb_header_version(&old, 2, 3, &pr);
+	tb_footer(&old, 0);
+	wsprof_trace *t = open_built(&b), *o = open_built(&old);
+	const wsprof_process *p = wsprof_trace_process(t), *q = wsprof_trace_process(o);
+	cr_expect_eq(p->rank, 2);
+	cr_expect_eq(p->job_size, 4);
+	cr_expect_str_eq(p->job_id, "97452033");
+	cr_expect_str_eq(p->launcher, "openmpi");
+	cr_expect_eq(q->rank, -1, "a 2.3 trace has no rank");
+	cr_expect_eq(q->job_size, 0);
+	cr_expect_str_eq(q->job_id, "");
+	cr_expect_str_eq(q->launcher, "");
+	wsprof_trace_close(t);
+	wsprof_trace_close(o);
+	tb_fini(&b);
+	tb_fini(&old);
+}

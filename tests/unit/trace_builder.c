@@ -135,6 +135,13 @@ void tb_header_version(struct trace_builder *b, unsigned major, unsigned minor,
 	pl_bytes(&pl, pr->tool_version, strlen(pr->tool_version));
 	pl_varint(&pl, pr->page_size);
 	pl_varint(&pl, pr->parent_pid_traced);
+	if (major > 2 || (major == 2 && minor >= 4)) {
+		const char *id = pr->job_id ? pr->job_id : "", *launcher = pr->launcher ? pr->launcher : "";
+		pl_varint(&pl, pr->rank_plus_one);
+		pl_varint(&pl, pr->job_size);
+		pl_bytes(&pl, id, strlen(id));
+		pl_bytes(&pl, launcher, strlen(launcher));
+	}
 	pl_trailer(&pl, b);
 	put_record(&recs, &rlen, &rcap, WSP_REC_PROCESS, pl.p, pl.len);
 	pl.len = 0;

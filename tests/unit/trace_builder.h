@@ -37,6 +37,9 @@ struct tb_process {
 	unsigned access_sources, wp_pages, window_ms, max_regions; /* WSPROF_SOURCE_* bits, ... */
 	const char *access_note;
 	uint64_t sample_bytes; /* WSPROF_SAMPLE_BYTES */
+	/* The place in a job (format 2.4; written from 2.4 on): rank + 1 (0: none), ... */
+	uint64_t rank_plus_one, job_size;
+	const char *job_id, *launcher; /* NULL: "" */
 };
 
 struct tb_segdesc {
