@@ -169,5 +169,6 @@ int wsp_cmd_wss(int argc, char **argv);
 int wsp_cmd_heatmap(int argc, char **argv);
 int wsp_cmd_diff(int argc, char **argv);
 int wsp_cmd_check(int argc, char **argv);
+int wsp_cmd_top(int argc, char **argv);
 
 #endif

@@ -156,6 +156,7 @@ struct wsprof_trace {
 	FILE *f;
 	uint64_t file_size;       /* for wsprof_trace_position; 0: not a regular file */
 	bool regular;             /* read ahead on threads */
+	bool live;                /* still being written: the end of the file is not the end (open_live) */
 	bool huge;                /* large buffers in huge pages (see grow_big) */
 	wsprof_process proc;
 	char *exe, *cmdline, *tool_version, *access_note, *allocator, *job_id, *launcher;
@@ -259,6 +260,7 @@ const char *wsprof_strerror(int err)
 	case WSPROF_E_CORRUPT: return "trace is corrupt";
 	case WSPROF_E_TRUNCATED: return "trace is truncated (the traced program was killed or is still running)";
 	case WSPROF_E_EMPTY: return "trace file is empty (the traced program may have been killed before its first flush)";
+	case WSPROF_E_AGAIN: return "nothing more yet: the trace is still being written";
 	default: return err < 0 ? strerror(-err) : "unknown error";
 	}
 }
@@ -486,7 +488,19 @@ static int read_header(wsprof_trace *t)
 	return err;
 }
 
+static int open_trace(const char *path, bool live, wsprof_trace **out);
+
 int wsprof_trace_open(const char *path, wsprof_trace **out)
+{
+	return open_trace(path, false, out);
+}
+
+int wsprof_trace_open_live(const char *path, wsprof_trace **out)
+{
+	return open_trace(path, true, out);
+}
+
+static int open_trace(const char *path, bool live, wsprof_trace **out)
 {
 	*out = NULL;
 	wsprof_trace *t = calloc(1, sizeof *t);
@@ -499,7 +513,8 @@ int wsprof_trace_open(const char *path, wsprof_trace **out)
 		return err;
 	}
 	struct stat st;
-	if (fstat(fileno(t->f), &st) == 0 && S_ISREG(st.st_mode)) {
+	t->live = live;
+	if (fstat(fileno(t->f), &st) == 0 && S_ISREG(st.st_mode) && !live) {
 		t->file_size = (uint64_t)st.st_size;
 		t->regular = true;
 		t->huge = t->file_size >= HUGE_FROM;
@@ -1149,9 +1164,30 @@ static int unpack_chunk(wsprof_trace *t, struct frame *fr, const uint8_t *h)
 	return 0;
 }
 
+static int read_chunk_here(wsprof_trace *t, struct frame *fr);
+
 /* Read and decompress the next chunk into fr. @return 1 if one was read,
- * 0 at the end. */
+ * 0 at the end. A live trace that ends inside the frame, or before it, is
+ * not cut short but not written yet: reading goes back to the frame's
+ * start and says WSPROF_E_AGAIN. */
 static int read_chunk(wsprof_trace *t, struct frame *fr)
+{
+	if (!t->live)
+		return read_chunk_here(t, fr);
+	off_t at = ftello(t->f);
+	uint64_t bytes_at = t->bytes_read;
+	int r = read_chunk_here(t, fr);
+	if (r == 0 && !fr->footer.seen)
+		r = WSPROF_E_TRUNCATED; /* no footer yet */
+	if (r == WSPROF_E_TRUNCATED && at >= 0 && fseeko(t->f, at, SEEK_SET) == 0) {
+		clearerr(t->f);
+		t->bytes_read = bytes_at;
+		return WSPROF_E_AGAIN;
+	}
+	return r;
+}
+
+static int read_chunk_here(wsprof_trace *t, struct frame *fr)
 {
 	uint8_t h[WSP_CHUNK_HEADER];
 	int err = read_exact(t, h, 8);
@@ -1292,8 +1328,10 @@ static int advance(wsprof_trace *t)
 			if (r == 1)
 				continue;
 		}
-		if (r == -ENOMEM || r == -ECANCELED)
-			return r;
+		if (r == -ENOMEM || r == -ECANCELED || (r == WSPROF_E_AGAIN && !t->w.exec_seen))
+			return r; /* a live trace ended by exec has nothing more to come */
+		if (r == WSPROF_E_AGAIN)
+			r = 0;
 		t->w.eof = true;
 		if (r < 0)
 			t->w.error = r;

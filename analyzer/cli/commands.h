@@ -25,6 +25,7 @@
 	X(export, MODULE, NULL)                                                                            \
 	X(diff, MODULE, NULL)                                                                              \
 	X(check, MODULE, NULL)                                                                             \
+	X(top, MODULE, NULL)                                                                               \
 	X(symbolize, MODULE, NULL)
 
 #endif

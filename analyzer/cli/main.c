@@ -93,6 +93,7 @@ static void usage(FILE *out)
 		     "       wsprof symbolize TRACE   (names kept beside it: reports name frames on any machine)\n"
 		     "       wsprof diff BASE NEW   (what changed between two runs: figures, call sites, -o a flame graph)\n"
 		     "       wsprof check TRACE --max-peak heap=512MiB ...   (memory budgets for CI: exit status 1 when over)\n"
+		     "       wsprof top TRACE   (follow a trace being written: live memory and call sites, every second)\n"
 		     "       wsprof --version\n\n"
 		     "Stacks of Python programs: Python frames in place of the interpreter's, each allocation at the\n"
 		     "innermost line of the program's own code; any report takes --stacks python (Python frames\n"
@@ -131,7 +132,7 @@ int main(int argc, char **argv)
 	if (stacks && take_stacks_option(&argc, argv))
 		return 2;
 	if (!strcmp(argv[1], "export") || !strcmp(argv[1], "symbolize") || !strcmp(argv[1], "diff") ||
-	    !strcmp(argv[1], "check"))
+	    !strcmp(argv[1], "check") || !strcmp(argv[1], "top"))
 		return run_module(argv[1], argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report") && argc >= 3) {
 		for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

@@ -64,6 +64,7 @@ enum wsprof_error {
 	WSPROF_E_CORRUPT = -4099,   /* a chunk or record is malformed */
 	WSPROF_E_TRUNCATED = -4100, /* the file ends inside a frame */
 	WSPROF_E_EMPTY = -4101,     /* the file is empty */
+	WSPROF_E_AGAIN = -4102,     /* nothing more yet: the trace is still being written (wsprof_trace_open_live) */
 };
 
 /* @return a one-line description of err (negative errno or WSPROF_E_*). */
@@ -261,6 +262,14 @@ typedef struct wsprof_trace wsprof_trace;
 /* Open a trace and read its header.
  * @return 0, or a negative error (-ENOENT, WSPROF_E_NOT_TRACE, WSPROF_E_NEWER, ...). */
 WSPROF_API int wsprof_trace_open(const char *path, wsprof_trace **out);
+/* The same for a trace still being written (by `wsprof record` or a
+ * process it runs, perhaps in another terminal): read in the caller's
+ * thread, and at the end of what has been written so far, before the
+ * footer, wsprof_trace_next returns WSPROF_E_AGAIN instead of ending;
+ * call it again later to go on from there (only what was appended since
+ * is read). A header not written yet is WSPROF_E_EMPTY or
+ * WSPROF_E_TRUNCATED: open again a little later. */
+WSPROF_API int wsprof_trace_open_live(const char *path, wsprof_trace **out);
 
 /* Next event in global order.
  * @return 1 with *ev filled, 0 at the end. A damaged or truncated trace ends

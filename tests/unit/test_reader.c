@@ -2027,3 +2027,53 @@ Test(reader_compat, the_rank_of_a_job_and_none_before_2_4)
 	tb_fini(&b);
 	tb_fini(&old);
 }
+
+/* A trace still being written (wsprof_trace_open_live): written a piece
+ * at a time, cut anywhere (inside a chunk's header, its bytes, the
+ * footer), each piece's events come as they are complete, WSPROF_E_AGAIN
+ * in between, and all of them equal a whole read; the footer ends it. */
+Test(reader_live, a_growing_trace_reads_as_a_whole_one)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	build_every_record(&b);
+	wsprof_event want[32], got[32];
+	wsprof_trace_status wst;
+	uint64_t wips[4];
+	size_t nw = read_every_record(&b, want, &wst, wips);
+	char *path = tb_save_temp(&b);
+	cr_assert_not_null(path);
+	for (size_t step = 1; step < 200; step += 37) {
+		/* The header first: the live reader opens once it is there. */
+		cr_assert_eq(tb_save_prefix(&b, path, b.len < 300 ? b.len : 300), 0);
+		wsprof_trace *t;
+		int err = wsprof_trace_open_live(path, &t);
+		cr_assert_eq(err, 0, "open: %s", wsprof_strerror(err));
+		size_t n = 0, again = 0;
+		int r = 0;
+		for (size_t len = 300; ; len += step) {
+			cr_assert_eq(tb_save_prefix(&b, path, len < b.len ? len : b.len), 0);
+			wsprof_event ev;
+			while ((r = wsprof_trace_next(t, &ev)) > 0) {
+				cr_assert_lt(n, 32);
+				ev.path = NULL;
+				ev.build_id = NULL;
+				got[n++] = ev;
+			}
+			if (r != WSPROF_E_AGAIN)
+				break;
+			again++;
+			cr_assert_lt(len, b.len + 1, "still waiting with the whole trace written");
+		}
+		cr_expect_eq(r, 0, "the footer ends it: %s", wsprof_strerror(r));
+		cr_expect_gt(again, 0);
+		expect_same_events(got, n, want, nw);
+		wsprof_trace_status st;
+		wsprof_trace_get_status(t, &st);
+		cr_expect(st.complete);
+		wsprof_trace_close(t);
+	}
+	unlink(path);
+	free(path);
+	tb_fini(&b);
+}
