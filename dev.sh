@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")"
 BUILD=${WSPROF_BUILD_DIR:-build}
 
-packages="meson ninja-build pkgconf gcc g++ python3 libunwind-dev libzstd-dev zlib1g-dev libdw-dev libcriterion-dev libcairo2-dev libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev rustc openjdk-17-jdk-headless nodejs golang-go fonts-dejavu-core poppler-utils git sqlite3 zstd libpython3.11-testsuite libpython3.11-dev clang libclang-rt-14-dev llvm valgrind"
+packages="meson ninja-build pkgconf gcc g++ python3 libunwind-dev libzstd-dev zlib1g-dev libdw-dev libcriterion-dev libcairo2-dev libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev rustc openjdk-17-jdk-headless nodejs golang-go fonts-dejavu-core poppler-utils git sqlite3 zstd libpython3.11-testsuite libpython3.11-dev clang libclang-rt-14-dev llvm valgrind make openmpi-bin libopenmpi-dev"
 
 install_missing() {
 	missing=""

@@ -400,7 +400,8 @@ def kept_block(path, name, missing):
     """A section of the output file that another hand owns, between
     <!-- name --> and <!-- /name -->, kept as it is: billion.sh writes
     its own (bench/billion.sh -o), the profiles and release_cost.sh's,
-    symbols.sh's and python_cost.sh's figures are written by hand."""
+    symbols.sh's, python_cost.sh's and short_procs.sh's figures are
+    written by hand."""
     try:
         with open(path) as f:
             m = re.search(r"<!-- " + re.escape(name) + r" -->.*?<!-- /" + re.escape(name) + r" -->\n", f.read(), re.S)
@@ -423,6 +424,8 @@ def document(rows, notes, args, started):
                          "Not measured yet: `bench/symbols.sh build 20 3`.\n")
     python = kept_block(args.output, "python_cost.sh", "## Python frames (bench/python_cost.sh)\n\n"
                         "Not measured yet: `bench/python_cost.sh build 5 5`.\n")
+    short_procs = kept_block(args.output, "short_procs.sh", "## Short processes (bench/short_procs.sh)\n\n"
+                             "Not measured yet: `bench/short_procs.sh build 200 5`.\n")
     return f"""# Benchmarks: wsprof and heaptrack
 
 Written by `{cmd}{" --tiny" if args.tiny else ""}` on {started} UTC{" (tiny inputs: the figures mean nothing)" if args.tiny else ""}.
@@ -464,6 +467,7 @@ Seconds per million events (wall and CPU) to read the trace of the same run and 
 {release}
 {symbols}
 {python}
+{short_procs}
 ## Reproduce
 
 ```sh
@@ -473,6 +477,7 @@ bench/compare.py --only deep --runs 3 --output /tmp/deep.md
 bench/billion.sh -o BENCHMARKS.md build        # the analyzer on a generated trace of 10^9 events
 bench/symbols.sh build 20 3                    # naming a PyTorch program's frames (installs python3-torch)
 bench/python_cost.sh build 5 5                 # what Python frames cost against native-only recording
+bench/short_procs.sh build 200 5               # what a short process costs: plain, traced, --follow matching none
 ```
 
 The workloads are `bench/deep.c`, `bench/mix.c`, `bench/annotated.c` and `bench/cudaheavy.c`

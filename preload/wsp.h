@@ -70,6 +70,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "launch.h"
 #include "rescue.h"
 #include "wsprof/trace.h" /* WSPROF_END_* */
 
@@ -145,12 +146,18 @@ static inline void wsp_leave(int saved_errno)
 /* ---- config.c ------------------------------------------------------- */
 
 struct wsp_config {
-	char output[4096];    /* WSPROF_OUTPUT pattern: %p pid, %e program name */
+	char output[4096];    /* WSPROF_OUTPUT pattern: %p pid, %e program name, %r rank */
 	char manifest[4096];  /* WSPROF_MANIFEST: file to append "pid<TAB>trace path" lines to */
 	char rescue[WSP_RESCUE_NAME_MAX + 1]; /* WSPROF_RESCUE: wsprof record's socket (src/rescue.h) */
 	unsigned stack_depth; /* WSPROF_STACK_DEPTH, 1..256 */
 	unsigned flush_ms;    /* WSPROF_FLUSH_MS, 1..60000 */
 	bool follow;          /* WSPROF_FOLLOW: trace forked children and exec'd programs */
+	/* WSPROF_FOLLOW_PATTERN: fnmatch patterns, separated by ':'; when
+	 * set, only a program whose name (the file exec'd, or the executable
+	 * running it; their paths for a pattern with a '/') matches one
+	 * records (process.c) */
+	char follow_pattern[4096];
+	struct wsp_launch job;   /* the process's place in a parallel job (src/launch.h) */
 	bool cuda_stream_times; /* WSPROF_CUDA_STREAM_TIMES: also record when streams reach async calls */
 	bool access;          /* WSPROF_ACCESS: sample which memory is accessed (default 1) */
 	unsigned window_ms;   /* WSPROF_WINDOW_MS: aggregation window, 10..60000, default 100 */

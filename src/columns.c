@@ -38,8 +38,7 @@ static void segment_reset(struct wsp_columns *ws)
 {
 	ws->row_addr = ws->prev_alloc = ws->prev_miss = 0;
 	ws->nalloc = ws->nfree = 0;
-	for (size_t i = 0; i < WSP_COL_CLASSES; i++)
-		ws->classes[i].head = ws->classes[i].count = 0;
+	memset(ws->classes, 0, sizeof ws->classes);
 }
 
 /* The row format's address delta of a record carried verbatim, as the
@@ -88,17 +87,17 @@ static void push_free(struct wsp_columns *ws, uint64_t addr, uint32_t cls)
 {
 	ws->frees[ws->nfree % WSP_COL_RING] = (struct wsp_col_block){ addr, cls, false };
 	struct wsp_col_class *c = &ws->classes[cls];
-	c->ord[c->head] = ws->nfree;
+	ws->class_ord[cls][c->head] = ws->nfree;
 	c->head = (c->head + 1) % WSP_COL_DEPTH;
 	if (c->count < WSP_COL_DEPTH)
 		c->count++;
 	ws->nfree++;
 }
 
-/* The k-th newest free a class remembers. */
-static uint32_t *class_slot(struct wsp_col_class *c, uint32_t k)
+/* The k-th newest free class cls remembers. */
+static uint32_t *class_slot(struct wsp_columns *ws, uint32_t cls, uint32_t k)
 {
-	return &c->ord[(c->head + WSP_COL_DEPTH - 1 - k) % WSP_COL_DEPTH];
+	return &ws->class_ord[cls][(ws->classes[cls].head + WSP_COL_DEPTH - 1 - k) % WSP_COL_DEPTH];
 }
 
 /* An allocation has taken the free ord again (at `place` in its class,
@@ -108,12 +107,13 @@ static uint32_t *class_slot(struct wsp_col_class *c, uint32_t k)
 static void take_free(struct wsp_columns *ws, uint32_t ord, uint32_t place)
 {
 	ws->frees[ord % WSP_COL_RING].used = true;
-	struct wsp_col_class *c = &ws->classes[ws->frees[ord % WSP_COL_RING].cls];
+	uint32_t cls = ws->frees[ord % WSP_COL_RING].cls;
+	struct wsp_col_class *c = &ws->classes[cls];
 	for (uint32_t k = place != UINT32_MAX ? place : 0; k < c->count; k++) {
-		if (*class_slot(c, k) != ord)
+		if (*class_slot(ws, cls, k) != ord)
 			continue;
 		for (; k > 0; k--) /* the newer ones move down one */
-			*class_slot(c, k) = *class_slot(c, k - 1);
+			*class_slot(ws, cls, k) = *class_slot(ws, cls, k - 1);
 		c->head = (c->head + WSP_COL_DEPTH - 1) % WSP_COL_DEPTH;
 		c->count--;
 		return;
@@ -124,19 +124,17 @@ static void take_free(struct wsp_columns *ws, uint32_t ord, uint32_t place)
  * free at a place (decoder). @return UINT32_MAX if there is none. */
 static uint32_t class_place(struct wsp_columns *ws, uint32_t cls, uint32_t ord)
 {
-	struct wsp_col_class *c = &ws->classes[cls];
-	for (uint32_t k = 0; k < c->count; k++)
-		if (*class_slot(c, k) == ord)
+	for (uint32_t k = 0; k < ws->classes[cls].count; k++)
+		if (*class_slot(ws, cls, k) == ord)
 			return k;
 	return UINT32_MAX;
 }
 
 static uint32_t class_at(struct wsp_columns *ws, uint32_t cls, uint64_t place)
 {
-	struct wsp_col_class *c = &ws->classes[cls];
-	if (place >= c->count)
+	if (place >= ws->classes[cls].count)
 		return UINT32_MAX;
-	uint32_t ord = *class_slot(c, (uint32_t)place);
+	uint32_t ord = *class_slot(ws, cls, (uint32_t)place);
 	return free_live(ws, ord) ? ord : UINT32_MAX;
 }
 
@@ -154,7 +152,7 @@ static struct wsp_col_slot *hint(struct wsp_columns *ws, uint64_t addr)
 {
 	uint64_t h = (addr >> 4) * UINT64_C(0x9E3779B97F4A7C15);
 	uint32_t tag = (uint32_t)(h >> 19);
-	struct wsp_col_slot *b = ws->hints[h >> (64 - WSP_COL_BUCKET_BITS)], *victim = &b[tag & 3];
+	struct wsp_col_slot *b = ws->hints[h >> (64 - ws->hint_bits)], *victim = &b[tag & 3];
 	for (int i = 0; i < 4; i++) {
 		if (b[i].tag == tag)
 			return &b[i];
@@ -321,6 +319,16 @@ static bool encode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t 
 	return !w.full;
 }
 
+/* Hint buckets for n bytes of records: about a slot a record (each takes
+ * 10 bytes or more), the whole table from 320 KiB of records on. */
+static unsigned hint_bits(size_t n)
+{
+	unsigned bits = 4;
+	while (bits < WSP_COL_BUCKET_BITS && (size_t)40 << bits < n)
+		bits++;
+	return bits;
+}
+
 const uint8_t *wsp_columns_pack(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *area, size_t cap,
 			       size_t *len)
 {
@@ -328,6 +336,7 @@ const uint8_t *wsp_columns_pack(struct wsp_columns *ws, const uint8_t *in, size_
 	size_t clen[WSP_COL_COUNT];
 	for (int i = 0; i < WSP_COL_COUNT; i++)
 		col[i] = area + WSP_COL_HEADER_MAX + (size_t)i * cap;
+	ws->hint_bits = hint_bits(n);
 	if (!encode(ws, in, n, col, cap, clen))
 		return NULL;
 	uint8_t header[WSP_COL_HEADER_MAX], *h = wsp_put_varint(header, n);

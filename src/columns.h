@@ -63,8 +63,7 @@ struct wsp_col_block {
 
 /* The newest frees of one size class, a ring of their ords. */
 struct wsp_col_class {
-	uint32_t head, count;
-	uint32_t ord[WSP_COL_DEPTH];
+	uint32_t head, count; /* where the newest is in its ring of ordinals, how many */
 };
 
 /* An encoder hint: where an address, known by 32 bits of its hash, was
@@ -80,10 +79,16 @@ struct wsp_columns {
 	uint64_t prev_miss;  /* the last free's address that was no reference */
 	uint32_t nalloc, nfree;
 	struct wsp_col_block allocs[WSP_COL_RING], frees[WSP_COL_RING];
+	/* Each class's newest frees: its head and count apart from the
+	 * ordinals, so that a reset touches 4 KiB (a short process's trace
+	 * is a chunk or two; a page faulted in costs more than the chunk). */
 	struct wsp_col_class classes[WSP_COL_CLASSES];
+	uint32_t class_ord[WSP_COL_CLASSES][WSP_COL_DEPTH];
 	/* Encoder only: hints, checked against the rings (so no reset is
-	 * needed), a cache line a bucket, one bucket read an event. */
+	 * needed), a cache line a bucket, one bucket read an event; a chunk
+	 * uses the first 2^hint_bits buckets, about one slot a record. */
 	struct wsp_col_slot hints[1u << WSP_COL_BUCKET_BITS][4];
+	unsigned hint_bits;
 };
 
 /* The header before the columns: the rows' size, the column count and

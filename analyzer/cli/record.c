@@ -8,9 +8,16 @@
  * is the program's, or 128+signal if it was killed. A program the loader
  * will not preload into (set-ID, file capabilities) still runs, as asked,
  * with one line saying it is not traced.
+ *
+ * `-o FILE` never replaces a file, and refuses to run the program when
+ * FILE is already there, unless it is one of many started at once that
+ * share the name: a rank of a parallel job (src/launch.h), or a trace some
+ * process is writing right now (it holds a lock on it). Each such process
+ * records under a name of its own, which the end of the run says.
  */
 #include "analyzer.h"
 #include "config.h"
+#include "launch.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -21,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -56,10 +64,16 @@ static void pass_signals_on(void)
 
 static void usage(FILE *out)
 {
-	fputs("usage: wsprof record [-o FILE] [--no-follow] [--stack-depth N] [--flush-ms N] [--sample-bytes N]\n"
-	      "                     [--python-objects] [--no-python] [--] PROGRAM [ARGS...]\n"
-	      "  -o, --output FILE   trace file (default wsprof.PROGRAM.PID.wsp; %p = pid, %e = program name)\n"
+	fputs("usage: wsprof record [-o FILE] [--no-follow] [--follow PATTERN]... [--stack-depth N] [--flush-ms N]\n"
+	      "                     [--sample-bytes N] [--python-objects] [--no-python] [--] PROGRAM [ARGS...]\n"
+	      "  -o, --output FILE   trace file (default wsprof.PROGRAM.PID.wsp; %p = pid, %e = program name,\n"
+	      "                      %r = rank in a parallel job, p and the pid without one)\n"
 	      "      --no-follow     do not trace forked children and exec'd programs (WSPROF_FOLLOW=0)\n"
+	      "      --follow PATTERN  trace only the processes whose program matches PATTERN (fnmatch, as\n"
+	      "                      cc1 or 'python3*', on the name of the file exec'd or of the executable\n"
+	      "                      running it, or on their paths when PATTERN has a '/'); the others run\n"
+	      "                      untraced, their children still followed. Repeatable\n"
+	      "                      (WSPROF_FOLLOW_PATTERN, patterns separated by ':')\n"
 	      "      --stack-depth N frames per call stack, 1..256 (default 64)\n"
 	      "      --flush-ms N    write what was recorded at least every N ms (default 200)\n"
 	      "      --sample-bytes N  record one heap allocation in about every N bytes allocated, as\n"
@@ -72,7 +86,12 @@ static void usage(FILE *out)
 	      "                      3.11+ program (WSPROF_PYTHON=0)\n"
 	      "environment: WSPROF_PRELOAD names the preload library to use instead of the one found\n"
 	      "next to this program. NVTX_INJECTION64_PATH is set to it too, so NVTX memory heaps and\n"
-	      "ranges reach wsprof, unless it is already set (another NVTX tool keeps it).\n", out);
+	      "ranges reach wsprof, unless it is already set (another NVTX tool keeps it).\n"
+	      "A process's rank in a parallel job (%r, and in its trace) comes from the first of: OpenMPI\n"
+	      "(OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_MCA_ess_base_jobid), PMIx (PMIX_RANK,\n"
+	      "PMIX_SIZE, PMIX_NAMESPACE), MPICH/Hydra (PMI_RANK, PMI_SIZE, PMI_JOBID), Slurm\n"
+	      "(SLURM_PROCID, SLURM_NTASKS or SLURM_NPROCS, SLURM_JOB_ID.SLURM_STEP_ID). Ranks started\n"
+	      "at once with one -o FILE each record to a name of their own (FILE.PID), said at the end.\n", out);
 }
 
 static bool is_file(const char *p)
@@ -198,36 +217,89 @@ static bool set_number(const char *name, const char *value, unsigned lo, unsigne
 
 /* Say where the traces are. The program's own trace is the last one its
  * pid wrote: a launcher that execs the real program (a shell script, a
- * version shim) writes one per image. */
-static void report_traces(const char *manifest, pid_t root, bool said_untraced)
+ * version shim) writes one per image. output: the file -o named (absolute),
+ * NULL for none or a pattern; follow: the --follow patterns, "" none. */
+static void report_traces(const char *manifest, pid_t root, bool said_untraced, const char *output, const char *follow)
 {
 	FILE *f = fopen(manifest, "r");
-	char line[PATH_MAX + 32], main_trace[PATH_MAX] = "";
+	char line[PATH_MAX + 32], main_trace[PATH_MAX] = "", first[PATH_MAX] = "";
 	int count = 0, shown = 0;
+	bool root_got_output = false;
 	while (f && fgets(line, sizeof line, f)) {
 		line[strcspn(line, "\n")] = 0;
 		char *tab = strchr(line, '\t');
 		if (!tab)
 			continue;
 		*tab = 0;
-		count++;
-		if (atoi(line) == root)
+		if (!count++)
+			snprintf(first, sizeof first, "%s", tab + 1);
+		if (atoi(line) == root) {
 			snprintf(main_trace, sizeof main_trace, "%s", tab + 1);
-		else if (shown++ < 4)
+			root_got_output |= output && strcmp(tab + 1, output) == 0;
+		} else if (shown++ < 4) {
 			fprintf(stderr, "wsprof: trace of child pid %s: %s\n", line, tab + 1);
+		}
 	}
 	if (f)
 		fclose(f);
 	if (shown > 4)
 		fprintf(stderr, "wsprof: ... and %d more traces of child processes\n", shown - 4);
-	if (!count && !said_untraced) {
+	if (!count && said_untraced)
+		return;
+	if (!count && follow[0]) {
+		fprintf(stderr, "wsprof: no process's program matched --follow %s, so no trace was written\n", follow);
+		return;
+	}
+	if (!count) {
 		fprintf(stderr, "wsprof: no trace was written: the program may be statically linked or setuid "
 			"(the loader then ignores LD_PRELOAD), or the output directory is not writable\n");
 		return;
 	}
-	if (main_trace[0])
+	if (main_trace[0]) {
+		if (output && !root_got_output)
+			fprintf(stderr, "wsprof: %s is another process's trace; this program's has a name of its own:\n",
+				output);
 		fprintf(stderr, "wsprof: trace of the program (pid %d): %s\n"
 			"wsprof: see it with: wsprof report summary %s\n", (int)root, main_trace, main_trace);
+	} else if (follow[0]) {
+		fprintf(stderr, "wsprof: the program (pid %d) did not match --follow %s, so it has no trace; "
+			"%d process%s did\nwsprof: see one with: wsprof report summary %s\n", (int)root, follow, count,
+			count == 1 ? "" : "es", first);
+	}
+}
+
+/* Whether FILE, already there, is one of many processes' started at once:
+ * this one is a rank of a parallel job, or some process is writing that
+ * trace right now (the recorder holds a lock on it while it writes). */
+static bool name_shared(const char *file)
+{
+	struct wsp_launch job;
+	wsp_launch_from_env(&job);
+	if (job.rank >= 0)
+		return true;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	bool busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return busy;
+}
+
+/* Add --follow's pattern to the list for WSPROF_FOLLOW_PATTERN. */
+static bool add_follow(char *list, size_t cap, const char *pattern)
+{
+	size_t used = strlen(list);
+	if (!*pattern || strchr(pattern, ':')) {
+		fprintf(stderr, "wsprof: --follow needs a pattern without ':' (it separates patterns in "
+			"WSPROF_FOLLOW_PATTERN), not '%s'\n", pattern);
+		return false;
+	}
+	if (used + strlen(pattern) + 2 > cap) {
+		fprintf(stderr, "wsprof: --follow patterns longer than %zu bytes in all\n", cap - 1);
+		return false;
+	}
+	snprintf(list + used, cap - used, "%s%s", used ? ":" : "", pattern);
+	return true;
 }
 
 int wsp_cmd_record(int argc, char **argv)
@@ -235,6 +307,7 @@ int wsp_cmd_record(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "no-follow", no_argument, NULL, 'F' },
+		{ "follow", required_argument, NULL, 'w' },
 		{ "stack-depth", required_argument, NULL, 'd' },
 		{ "flush-ms", required_argument, NULL, 'f' },
 		{ "sample-bytes", required_argument, NULL, 's' },
@@ -244,12 +317,18 @@ int wsp_cmd_record(int argc, char **argv)
 		{ 0 },
 	};
 	const char *output = NULL;
+	static char follow[4096]; /* the preload library's limit (wsp_cfg.follow_pattern) */
+	follow[0] = 0;
 	int o;
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'o': output = optarg; break;
 		case 'F': setenv("WSPROF_FOLLOW", "0", 1); break;
+		case 'w':
+			if (!add_follow(follow, sizeof follow, optarg))
+				return 2;
+			break;
 		case 'd':
 			if (!set_number("--stack-depth", optarg, 1, 256))
 				return 2;
@@ -283,11 +362,15 @@ int wsp_cmd_record(int argc, char **argv)
 		fprintf(stderr, "wsprof: cannot run %s: not found or not executable\n", argv[optind]);
 		return 127;
 	}
+	if (follow[0])
+		setenv("WSPROF_FOLLOW_PATTERN", follow, 1);
+	else if (getenv("WSPROF_FOLLOW_PATTERN"))
+		snprintf(follow, sizeof follow, "%s", getenv("WSPROF_FOLLOW_PATTERN"));
 	char cwd[PATH_MAX], pattern[PATH_MAX * 2];
 	if (!getcwd(cwd, sizeof cwd))
 		snprintf(cwd, sizeof cwd, ".");
 	if (output) {
-		if (access(output, F_OK) == 0) {
+		if (access(output, F_OK) == 0 && !name_shared(output)) {
 			fprintf(stderr, "wsprof: %s already exists; remove it or pick another name with -o\n", output);
 			return 1;
 		}
@@ -357,7 +440,7 @@ int wsp_cmd_record(int argc, char **argv)
 		;
 	if (rescue)
 		wsp_rescue_done(pid, status);
-	report_traces(manifest, pid, untraced);
+	report_traces(manifest, pid, untraced, output && !strchr(output, '%') ? pattern : NULL, follow);
 	unlink(manifest);
 	if (WIFSIGNALED(status)) {
 		fprintf(stderr, "wsprof: %s was killed by signal %d\n", argv[optind], WTERMSIG(status));

@@ -82,7 +82,6 @@
 #include "core.h"
 #include "wsprof/trace.h"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -525,12 +524,11 @@ void wsp_sampler_release(uint64_t addr, uint64_t len)
  * is not there. */
 static void release_check_sizer(void)
 {
-	/* Once, as recording starts (no wsprof lock held): dladdr takes only
-	 * the loader's recursive lock. */
-	Dl_info a, b;
-	if (wsp_real.malloc_usable_size && wsp_real.malloc &&
-	    (!dladdr((void *)wsp_real.malloc, &a) || !dladdr((void *)wsp_real.malloc_usable_size, &b) ||
-	     a.dli_fbase != b.dli_fbase))
+	/* Once, as recording starts (no wsprof lock held). */
+	uintptr_t a, b;
+	if (wsp_real.malloc_usable_size &&
+	    (!wsp_object_at((void *)wsp_real.malloc, &a, NULL) ||
+	     !wsp_object_at((void *)wsp_real.malloc_usable_size, &b, NULL) || a != b))
 		wsp_real.malloc_usable_size = NULL;
 }
 

@@ -5,8 +5,9 @@
  * never stops the program: one warning line on stderr, then the default.
  * A relative WSPROF_OUTPUT is taken from the directory the process starts
  * in, so that a forked child of a program that changed directory writes
- * its trace next to its parent's. Uses getenv, getcwd and write(2) only:
- * no allocation, no stdio.
+ * its trace next to its parent's. The process's place in a parallel job
+ * comes from its launcher's variables (src/launch.h). Uses getenv, getcwd
+ * and write(2) only: no allocation, no stdio.
  */
 
 #include "base.h"
@@ -87,6 +88,8 @@ void wsp_config_load(void)
 	wsp_cfg.stack_depth = env_uint("WSPROF_STACK_DEPTH", 1, 256, 64);
 	wsp_cfg.flush_ms = env_uint("WSPROF_FLUSH_MS", 1, 60000, 200);
 	wsp_cfg.follow = env_uint("WSPROF_FOLLOW", 0, 1, 1) != 0;
+	env_path("WSPROF_FOLLOW_PATTERN", wsp_cfg.follow_pattern, sizeof wsp_cfg.follow_pattern, "");
+	wsp_launch_from_env(&wsp_cfg.job);
 	wsp_cfg.cuda_stream_times = env_uint("WSPROF_CUDA_STREAM_TIMES", 0, 1, 0) != 0;
 	wsp_cfg.access = env_uint("WSPROF_ACCESS", 0, 1, 1) != 0;
 	wsp_cfg.window_ms = env_uint("WSPROF_WINDOW_MS", 10, 60000, 100);

@@ -169,6 +169,11 @@ bool wsp_addr_in_self(uintptr_t ip);
 bool wsp_addr_in_unwinder(uintptr_t ip);
 void wsp_modules_lock(void);
 void wsp_modules_unlock(void);
+/* The loaded object holding addr: the lowest address it is loaded at and
+ * its path ("" the executable). Reads no symbol table, unlike dladdr;
+ * takes only the loader's recursive lock (dl_iterate_phdr). @return false
+ * if no object holds addr. */
+bool wsp_object_at(const void *addr, uintptr_t *lo, const char **name);
 
 /* ---- rescue.c ------------------------------------------------------- */
 

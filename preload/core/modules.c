@@ -248,12 +248,17 @@ void wsp_modules_reset(void)
 	nknown = 0;
 }
 
-/* The loaded extent of the object holding an address: arg points at
- * { address, lo, hi }. */
+/* The object holding an address, by the extent of its loadable segments. */
+struct object_at {
+	uintptr_t addr, lo, hi;
+	const char *name;
+};
+
 static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
-	uintptr_t *want = arg, me = want[0], lo = UINTPTR_MAX, hi = 0;
+	struct object_at *want = arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD)
@@ -264,23 +269,33 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 		if (a + ph->p_memsz > hi)
 			hi = a + ph->p_memsz;
 	}
-	if (me >= lo && me < hi) {
-		want[1] = lo;
-		want[2] = hi;
-		return 1;
-	}
-	return 0;
+	if (want->addr < lo || want->addr >= hi)
+		return 0;
+	*want = (struct object_at){ want->addr, lo, hi, info->dlpi_name ? info->dlpi_name : "" };
+	return 1;
+}
+
+bool wsp_object_at(const void *addr, uintptr_t *lo, const char **name)
+{
+	struct object_at o = { (uintptr_t)addr, 0, 0, "" };
+	if (!addr || !dl_iterate_phdr(find_object, &o))
+		return false;
+	if (lo)
+		*lo = o.lo;
+	if (name)
+		*name = o.name;
+	return true;
 }
 
 void wsp_modules_init(void)
 {
-	uintptr_t self[3] = { (uintptr_t)&wsp_modules_init, 0, 0 }, unwinder[3] = { wsp_unwinder_address(), 0, 0 };
-	dl_iterate_phdr(find_object, self);
-	self_lo = self[1];
-	self_hi = self[2];
-	dl_iterate_phdr(find_object, unwinder);
-	unwinder_lo = unwinder[1];
-	unwinder_hi = unwinder[2];
+	struct object_at self = { (uintptr_t)&wsp_modules_init, 0, 0, "" }, unwinder = { wsp_unwinder_address(), 0, 0, "" };
+	dl_iterate_phdr(find_object, &self);
+	self_lo = self.lo;
+	self_hi = self.hi;
+	dl_iterate_phdr(find_object, &unwinder);
+	unwinder_lo = unwinder.lo;
+	unwinder_hi = unwinder.hi;
 	wsp_modules_check();
 }
 

@@ -141,10 +141,9 @@ static struct wsp_unwind_memo *memo_of(struct wsp_thread *t)
 		return t->memo;
 	if (wsp_tls.no_stack_query)
 		return NULL; /* a lock pthread_getattr_np or its realloc takes may be held: ask later */
-	struct wsp_unwind_memo *u = wsp_pages_alloc(sizeof *u);
+	struct wsp_unwind_memo *u = wsp_pages_alloc(sizeof *u); /* zeroed: its pages are touched as ways fill */
 	if (!u)
 		return NULL;
-	memset(u, 0, sizeof *u);
 	/* The guard is held (the hook's), so what glibc allocates inside passes
 	 * through; never from inside the program's own call (above). */
 	pthread_attr_t attr;

@@ -22,11 +22,11 @@
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,7 +149,10 @@ static bool compress_setup(void)
 {
 	if (cctx)
 		return true;
-	size_t ws = ZSTD_estimateCCtxSize(ZSTD_LEVEL);
+	/* For chunks of STAGE_CAP at most: the same size as ZSTD_estimateCCtxSize
+	 * (which is the largest of every source size's), at a tenth of its
+	 * time, which a short process notices. */
+	size_t ws = ZSTD_estimateCCtxSize_usingCParams(ZSTD_getCParams(ZSTD_LEVEL, STAGE_CAP, 0));
 	void *mem = wsp_pages_alloc(ws);
 	stage = stage_own = wsp_pages_alloc(STAGE_CAP);
 	zout_cap = ZSTD_compressBound(STAGE_CAP);
@@ -521,7 +524,8 @@ void wsp_writer_start_thread(void)
 
 /* ---- the file ------------------------------------------------------- */
 
-/* Expand %p (pid), %e (program name) and %% in the output pattern. */
+/* Expand %p (pid), %e (program name), %r (rank in a parallel job, or
+ * "p" and the pid without one) and %% in the output pattern. */
 static void expand_pattern(char *dst, size_t cap, const char *pattern, pid_t pid, const char *exe)
 {
 	const char *base = strrchr(exe, '/');
@@ -533,6 +537,10 @@ static void expand_pattern(char *dst, size_t cap, const char *pattern, pid_t pid
 			w = snprintf(dst + n, cap - n, "%d", (int)pid), s++;
 		else if (s[0] == '%' && s[1] == 'e')
 			w = snprintf(dst + n, cap - n, "%s", *base ? base : "program"), s++;
+		else if (s[0] == '%' && s[1] == 'r' && wsp_cfg.job.rank >= 0)
+			w = snprintf(dst + n, cap - n, "%lld", (long long)wsp_cfg.job.rank), s++;
+		else if (s[0] == '%' && s[1] == 'r')
+			w = snprintf(dst + n, cap - n, "p%d", (int)pid), s++;
 		else if (s[0] == '%' && s[1] == '%')
 			dst[n] = '%', w = 1, s++;
 		else
@@ -540,35 +548,6 @@ static void expand_pattern(char *dst, size_t cap, const char *pattern, pid_t pid
 		n += w > 0 ? (size_t)w : 0;
 	}
 	dst[n < cap ? n : cap - 1] = 0;
-}
-
-/* Create the file without ever replacing one: the pattern's name, else
- * NAME.PID (a forked child or an exec'd image of an explicit -o name),
- * else NAME.PID.N. */
-static int create_file(const char *want, pid_t pid)
-{
-	char cwd[PATH_MAX] = "";
-	if (want[0] != '/' && !getcwd(cwd, sizeof cwd))
-		cwd[0] = 0;
-	const char *sep = cwd[0] ? "/" : "";
-	for (int attempt = 0; attempt < 100; attempt++) {
-		int n;
-		if (attempt == 0)
-			n = snprintf(path, sizeof path, "%s%s%s", cwd, sep, want);
-		else if (attempt == 1)
-			n = snprintf(path, sizeof path, "%s%s%s.%d", cwd, sep, want, (int)pid);
-		else
-			n = snprintf(path, sizeof path, "%s%s%s.%d.%d", cwd, sep, want, (int)pid, attempt - 1);
-		if (n < 0 || (size_t)n >= sizeof path) {
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		int f = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (f >= 0 || errno != EEXIST)
-			return f;
-	}
-	errno = EEXIST;
-	return -1;
 }
 
 static size_t read_small_file(const char *file, char *buf, size_t cap)
@@ -582,6 +561,53 @@ static size_t read_small_file(const char *file, char *buf, size_t cap)
 		n += (size_t)r;
 	close(f);
 	return n;
+}
+
+/* Create the file without ever replacing one: the pattern's name, else
+ * NAME.PID (a forked child or an exec'd image of an explicit -o name, a
+ * rank of a job whose ranks share one name), else NAME.PID.N. *attempt
+ * gets which. The file stays locked (shared) while it is open, so that
+ * `wsprof record` knows a trace another process is writing right now. */
+static int create_file(const char *want, pid_t pid, int *attempt)
+{
+	char cwd[PATH_MAX] = "";
+	if (want[0] != '/' && !getcwd(cwd, sizeof cwd))
+		cwd[0] = 0;
+	const char *sep = cwd[0] ? "/" : "";
+	for (*attempt = 0; *attempt < 100; ++*attempt) {
+		int n;
+		if (*attempt == 0)
+			n = snprintf(path, sizeof path, "%s%s%s", cwd, sep, want);
+		else if (*attempt == 1)
+			n = snprintf(path, sizeof path, "%s%s%s.%d", cwd, sep, want, (int)pid);
+		else
+			n = snprintf(path, sizeof path, "%s%s%s.%d.%d", cwd, sep, want, (int)pid, *attempt - 1);
+		if (n < 0 || (size_t)n >= sizeof path) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		int f = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (f >= 0)
+			flock(f, LOCK_SH | LOCK_NB);
+		if (f >= 0 || errno != EEXIST)
+			return f;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/* Whether the trace at file is one of this pid's: an earlier image,
+ * which exec ended. */
+static bool trace_of_pid(const char *file, pid_t pid)
+{
+	uint8_t h[64];
+	size_t n = read_small_file(file, (char *)h, sizeof h);
+	if (n < WSP_HEADER_FIXED || memcmp(h + 8, WSP_SIGNATURE, WSP_SIGNATURE_LEN) != 0)
+		return false;
+	struct wsp_cursor c = { h + WSP_HEADER_FIXED, h + n, false };
+	bool process = wsp_get_varint(&c) == WSP_REC_PROCESS;
+	wsp_get_varint(&c); /* the record's length */
+	return process && wsp_get_varint(&c) == (uint64_t)pid && !c.bad;
 }
 
 static void note_in_manifest(pid_t pid)
@@ -604,7 +630,10 @@ static size_t header_records(uint8_t *p0, pid_t pid, pid_t parent_traced, const 
 	uint8_t *p = p0;
 	struct wsp_record_mark m;
 	size_t exelen = strlen(exe);
-	p = wsp_record_open(p, WSP_REC_PROCESS, 160 + exelen + cmdlen, &m);
+	const struct wsp_launch *job = &wsp_cfg.job;
+	size_t idlen = strnlen(job->id, sizeof job->id), launcherlen = strlen(job->launcher);
+	/* 8 numbers and 5 string lengths of 10 bytes at most, and the strings */
+	p = wsp_record_open(p, WSP_REC_PROCESS, 130 + exelen + cmdlen + strlen(WSPROF_VERSION) + idlen + launcherlen, &m);
 	p = wsp_put_varint(p, (uint64_t)pid);
 	p = wsp_put_varint(p, (uint64_t)getppid());
 	p = wsp_put_varint(p, wsp_start_real);
@@ -614,14 +643,18 @@ static size_t header_records(uint8_t *p0, pid_t pid, pid_t parent_traced, const 
 	p = wsp_put_bytes(p, WSPROF_VERSION, strlen(WSPROF_VERSION));
 	p = wsp_put_varint(p, (uint64_t)sysconf(_SC_PAGESIZE));
 	p = wsp_put_varint(p, (uint64_t)parent_traced);
+	p = wsp_put_varint(p, (uint64_t)(job->rank + 1)); /* 2.4: 0, no rank */
+	p = wsp_put_varint(p, job->size);
+	p = wsp_put_bytes(p, job->id, idlen);
+	p = wsp_put_bytes(p, job->launcher, launcherlen);
 	p = wsp_record_close(p, &m);
 	size_t notelen = strnlen(wsp_access_note, sizeof wsp_access_note);
-	/* The library that serves malloc: the program's allocator. dladdr
-	 * takes only the loader's recursive lock, with no wsprof lock held
-	 * (the trace is being opened as recording starts). */
-	Dl_info served;
-	const char *allocator = wsp_real.malloc && dladdr((void *)wsp_real.malloc, &served) && served.dli_fname
-					? served.dli_fname : "";
+	/* The library that serves malloc: the program's allocator (its
+	 * executable, for a malloc of its own). Found with no wsprof lock
+	 * held: the trace is being opened as recording starts. */
+	const char *allocator = "";
+	if (wsp_object_at((void *)wsp_real.malloc, NULL, &allocator) && !allocator[0])
+		allocator = exe;
 	size_t alloclen = strnlen(allocator, 1024);
 	p = wsp_record_open(p, WSP_REC_CONFIG, 112 + notelen + alloclen, &m);
 	p = wsp_put_varint(p, wsp_cfg.stack_depth);
@@ -651,13 +684,18 @@ int wsp_writer_open(pid_t parent_traced)
 	exe[n > 0 ? n : 0] = 0;
 	char want[PATH_MAX];
 	expand_pattern(want, sizeof want, wsp_cfg.output, pid, exe);
-	int f = create_file(want, pid);
+	int attempt, f = create_file(want, pid, &attempt);
 	if (f < 0) {
 		snprintf(path, sizeof path, "%s", want);
 		wsp_warn("cannot create trace %s: %s; not recording (set WSPROF_OUTPUT to a writable path)",
 			 want, wsp_strerror(errno));
 		return -1;
 	}
+	/* Ranks of one job given one name: each says where its trace went
+	 * (under wsprof record, which lists the traces, that command does). */
+	if (attempt && wsp_cfg.job.rank >= 0 && !parent_traced && !wsp_cfg.manifest[0] && !trace_of_pid(want, pid))
+		wsp_warn("%s is another process's trace; rank %lld (pid %d) records to %s", want,
+			 (long long)wsp_cfg.job.rank, (int)pid, path);
 	fd = wsp_fd_move_high(f);
 	chunk_index = 0;
 	events_written = 0;
@@ -666,7 +704,8 @@ int wsp_writer_open(pid_t parent_traced)
 
 	static char cmdline[16384]; /* static: too big for a small thread stack */
 	size_t cmdlen = read_small_file("/proc/self/cmdline", cmdline, sizeof cmdline);
-	static uint8_t header[WSP_HEADER_FIXED + PATH_MAX + sizeof cmdline + 2048]; /* + the note and the allocator */
+	/* + the note, the allocator and the job */
+	static uint8_t header[WSP_HEADER_FIXED + PATH_MAX + sizeof cmdline + 2048 + sizeof wsp_cfg.job.id];
 	uint8_t *p = header;
 	wsp_put_le32(p, WSP_MAGIC_HEADER);
 	memcpy(p + 8, WSP_SIGNATURE, WSP_SIGNATURE_LEN);

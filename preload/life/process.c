@@ -6,7 +6,11 @@
  * child starts its own trace (pid in the file name) or, when not following,
  * stops recording. Before exec, everything recorded is written and an EXEC
  * record ends the trace; when not following, LD_PRELOAD loses libwsprof in
- * the new program's environment.
+ * the new program's environment. With WSPROF_FOLLOW_PATTERN, a program
+ * that matches none of the patterns records nothing: it starts no thread,
+ * takes no buffer, its hooks pass straight through (wsp_ready finds it
+ * off), and it keeps LD_PRELOAD for its children, each of which (and each
+ * program it execs) decides again as it starts.
  *
  * Reentrancy: every entry point here holds the guard while it works. A
  * vfork child shares our memory, so exec and _exit do nothing to the
@@ -21,12 +25,14 @@
 #include "python.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -119,6 +125,38 @@ static bool is_preloaded(void)
 	return p && dladdr(p, &found) && dladdr((void *)is_preloaded, &self) && found.dli_fbase == self.dli_fbase;
 }
 
+/* Whether pattern (a '/' in it: the whole path) matches path. Called
+ * before main, in the C locale, where glibc's fnmatch allocates nothing. */
+static bool path_matches(const char *pattern, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	return fnmatch(pattern, strchr(pattern, '/') || !base ? path : base + 1, 0) == 0;
+}
+
+/* Whether this program is one WSPROF_FOLLOW_PATTERN asks for (any, when
+ * unset): one of its ':'-separated patterns matches the file exec'd (a
+ * script's own path: AT_EXECFN) or the executable running
+ * (/proc/self/exe, the interpreter of a script, links resolved). */
+static bool program_followed(void)
+{
+	const char *patterns = wsp_cfg.follow_pattern;
+	if (!patterns[0])
+		return true;
+	static char exe[4096], one[sizeof wsp_cfg.follow_pattern]; /* one thread starts */
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = 0;
+	const char *execfn = (const char *)getauxval(AT_EXECFN);
+	for (const char *s = patterns; *s;) {
+		size_t len = strcspn(s, ":");
+		memcpy(one, s, len);
+		one[len] = 0;
+		if (len && ((execfn && path_matches(one, execfn)) || path_matches(one, exe)))
+			return true;
+		s += len + (s[len] == ':');
+	}
+	return false;
+}
+
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -139,6 +177,10 @@ bool wsp_ready(void)
 		return false;
 	}
 	wsp_config_load();
+	if (!program_followed()) {
+		atomic_store(&wsp_state, WSP_OFF);
+		return false;
+	}
 	wsp_stacks_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	start(0);

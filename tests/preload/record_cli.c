@@ -4,7 +4,8 @@
  *
  * The program's exit status comes back unchanged, its stdout is the same
  * byte for byte as in a plain run, `-o` never overwrites an existing file
- * (and then does not run the program at all), and a program that cannot
+ * (and then, unless it is one of many ranks given that name, does not run
+ * the program at all), and a program that cannot
  * be found gives 127. A signal sent to wsprof record (SIGTERM, SIGHUP,
  * SIGINT, SIGQUIT with kill) is passed on to the program, whose end wsprof
  * reports; wsprof record killed outright takes the program with it.
@@ -61,8 +62,11 @@ Test(record, refuses_to_overwrite_an_existing_trace)
 	static const char precious[] = "not to be overwritten\n";
 	cr_assert_eq(wt_write_file(trace, precious, sizeof precious - 1), 0, "cannot write %s", trace);
 
+	/* Not as a rank of a parallel job, which shares its -o name with the
+	 * others (tests/preload/ranks.c), should the tests run inside one. */
 	struct wt_result r;
-	wt_run(&r, (const char *[]){ wt_wsprof(), "record", "-o", trace, "--", prog, expect, NULL });
+	wt_run(&r, (const char *[]){ "/usr/bin/env", "-u", "OMPI_COMM_WORLD_RANK", "-u", "PMIX_RANK", "-u", "PMI_RANK",
+				     "-u", "SLURM_PROCID", wt_wsprof(), "record", "-o", trace, "--", prog, expect, NULL });
 	wt_assert_status(&r, 1, "wsprof record -o EXISTING");
 	cr_expect_eq(wt_count_lines(r.err), 1, "one line says why, not:\n%s", r.err);
 	cr_expect(!wt_file_exists(expect), "the program ran although there was nowhere to record it");

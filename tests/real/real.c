@@ -17,7 +17,9 @@
  * running a scripted workload, zstd compressing and decompressing, rustc
  * building a threaded Rust program that then runs, javac and java with
  * threads and a garbage collection, node with a worker thread, a Go
- * program with goroutines and cgo (golang-go).
+ * program with goroutines and cgo (golang-go), and a tree of many short
+ * processes: make -j2 building a small C project (tests/real/make_project),
+ * whose program a shell loop then runs 200 times.
  */
 #include "harness.h"
 
@@ -454,6 +456,61 @@ Test(real, gcc_compiles_and_links_a_c_file)
 			{ { "./names", NULL } },
 		},
 		.files = { "names.o", "names", NULL },
+	};
+	run_scenario(&s);
+}
+
+/* ---- make, and a shell loop ----------------------------------------- */
+
+/* make -j2 prints its commands in the order the jobs start. */
+static int by_text(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void sort_lines(char *text)
+{
+	char *copy = strdup(text), *lines[256], *save = NULL;
+	size_t n = 0;
+	for (char *l = strtok_r(copy, "\n", &save); l && n < 256; l = strtok_r(NULL, "\n", &save))
+		lines[n++] = l;
+	qsort(lines, n, sizeof *lines, by_text);
+	size_t at = 0;
+	for (size_t i = 0; i < n; i++)
+		at += (size_t)sprintf(text + at, "%s\n", lines[i]);
+	free(copy);
+}
+
+static void make_project_prepare(const char *work)
+{
+	static const char *const files[] = { "Makefile", "project.h", "main.c", "words.c", "table.c", "order.c" };
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		char *from = wt_path(getenv("WSPROF_SOURCE_ROOT"), "tests/real/make_project/%s", files[i]);
+		char *text = wt_read_file(from, NULL);
+		cr_assert(text, "cannot read %s", from);
+		write_text(work, files[i], text);
+		free(text);
+		free(from);
+	}
+}
+
+Test(real, make_builds_in_parallel_then_a_shell_runs_200_programs)
+{
+	need_program("/usr/bin/make", "make");
+	need_program("/usr/bin/gcc", "gcc");
+	/* make, its shells, cc, cc1, as, collect2, ld: a trace each; then the
+	 * shell and 200 short processes. */
+	struct scenario s = {
+		.name = "make",
+		.env = { "LC_ALL=C", NULL },
+		.prepare = make_project_prepare,
+		.steps = {
+			{ { "/usr/bin/make", "-j2", NULL }, sort_lines },
+			{ { "./app", NULL } },
+			{ { "/bin/sh", "-c", "i=0; while [ $i -lt 200 ]; do ./app --quiet || exit 1; i=$((i + 1)); done",
+			    NULL } },
+		},
+		.files = { "main.o", "order.o", "app", NULL },
 	};
 	run_scenario(&s);
 }

@@ -125,7 +125,7 @@ static bool parse_container(struct parser *ps, struct wt_json *v, char close, in
 		return true;
 	}
 	for (;;) {
-		struct wt_json *item;
+		struct wt_json *item = NULL;
 		if (!add_item(ps, v, &item))
 			return false;
 		if (close == '}') {
