@@ -155,8 +155,25 @@ static void print_tree(const struct wsp_job *job)
 	free(stack), free(depth);
 }
 
+/* The table's order: by rank where both have one, else as they started. */
+static int cmp_shown(const void *pa, const void *pb, void *arg)
+{
+	const struct wsp_job *job = arg;
+	size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+	const struct wsp_job_proc *x = &job->procs[a], *y = &job->procs[b];
+	if (x->rank >= 0 && y->rank >= 0 && x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
 static void print_processes(const struct wsp_job *job)
 {
+	size_t *order = malloc((job->n ? job->n : 1) * sizeof *order);
+	if (!order)
+		return;
+	for (size_t i = 0; i < job->n; i++)
+		order[i] = i;
+	qsort_r(order, job->n, sizeof *order, cmp_shown, (void *)job);
 	printf("\n  %-10s %8s %8s %-32s %10s", "process", "pid", "parent", "program", "duration");
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
 		if (kind_shown(job, k))
@@ -167,8 +184,8 @@ static void print_processes(const struct wsp_job *job)
 			printf(" %11.11s %11.11s", peak, leaked);
 		}
 	printf(" %7s\n", "failed");
-	for (size_t i = 0; i < job->n; i++) {
-		const struct wsp_job_proc *p = &job->procs[i];
+	for (size_t o = 0; o < job->n; o++) {
+		const struct wsp_job_proc *p = &job->procs[order[o]];
 		if (p->failed)
 			continue;
 		char name[32], parent[16] = "-", a[32];
@@ -194,6 +211,7 @@ static void print_processes(const struct wsp_job *job)
 		}
 		printf(" %7s%s\n", wsp_group_digits(a, sizeof a, failed), p->status.complete ? "" : "  (trace incomplete)");
 	}
+	free(order);
 }
 
 static void print_totals(const struct wsp_job *job)

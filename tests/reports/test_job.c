@@ -213,3 +213,46 @@ Test(job, directories_and_several_files)
 	free(notes), free(empty);
 	wt_recording_free(&tree);
 }
+
+/* Three ranks of a real mpirun (tests/progs/mpi_ranks: rank R makes R + 1
+ * allocations of 1000 bytes from its own code), read as one job. */
+Test(job, the_ranks_of_an_mpi_job)
+{
+	const char *mpirun = getenv("WSPROF_TEST_MPIRUN");
+	if (!mpirun || !*mpirun)
+		cr_skip_test("no OpenMPI here (apt-get install openmpi-bin libopenmpi-dev)");
+	const char *dir = wt_test_dir();
+	char *pattern = wt_path(dir, "t.%%r.wsp"), *prog = wt_prog("mpi_ranks");
+	const char *argv[] = { "/usr/bin/env", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", mpirun,
+			       "--oversubscribe", "-np", "3", wt_wsprof(), "record", "-o", pattern, "--", prog, dir, NULL };
+	struct wt_result r;
+	cr_assert_eq(wt_run(&r, argv), 0);
+	wt_assert_status(&r, 0, "mpirun wsprof record mpi_ranks");
+	wt_result_free(&r);
+	struct wt_json *s = parse(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", "--caller", "mpi_ranks", dir, NULL }, 0));
+	cr_expect_eq(wt_u64(s, "traces"), 3);
+	cr_expect_str_eq(wt_json_str(s, "across.by"), "rank");
+	cr_expect_eq(wt_u64(s, "across.count"), 3);
+	const struct wt_json *p = items(s, "processes");
+	for (size_t i = 0; i < p->count; i++) {
+		uint64_t rank = wt_u64(&p->items[i], "rank");
+		cr_expect_eq(wt_u64(&p->items[i], "kinds.heap.allocations"), rank + 1, "rank %llu", (unsigned long long)rank);
+		cr_expect_eq(wt_u64(&p->items[i], "kinds.heap.peak_bytes"), 1000);
+		cr_expect_str_eq(wt_json_str(&p->items[i], "launcher"), "openmpi");
+		cr_expect_str_eq(wt_json_str(&p->items[i], "job_id"), wt_json_str(&p->items[0], "job_id"));
+	}
+	cr_expect_eq(wt_u64(s, "across.heap.allocations.min"), 1);
+	cr_expect_eq(wt_u64(s, "across.heap.allocations.min_rank"), 0);
+	cr_expect_eq(wt_u64(s, "across.heap.allocations.median"), 2);
+	cr_expect_eq(wt_u64(s, "across.heap.allocations.max"), 3);
+	cr_expect_eq(wt_u64(s, "across.heap.allocations.max_rank"), 2);
+	cr_expect_eq(wt_u64(s, "totals.heap.allocations"), 6);
+	wt_json_free(s);
+	/* One rank alone. */
+	struct wt_json *one = parse(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", "--caller", "mpi_ranks",
+								   "--process", "2", dir, NULL }, 0));
+	cr_expect_eq(wt_u64(one, "kinds.heap.allocations"), 3);
+	cr_expect_eq(wt_u64(one, "process.rank"), 2);
+	wt_json_free(one);
+	free(pattern), free(prog);
+}
