@@ -775,6 +775,13 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		p->type = WSPROF_EV_RSS;
 		p->size = wsp_get_field(r);
 		break;
+	case WSP_REC_RECORDING:
+		p->type = WSPROF_EV_RECORDING;
+		p->size = wsp_get_field(r) ? 1 : 0;
+		p->op = (unsigned)wsp_get_field(r);
+		if (p->op >= WSPROF_REC_CAUSE_COUNT)
+			err = WSPROF_E_CORRUPT;
+		break;
 	case WSP_REC_DEVICE_MEMORY: {
 		p->type = WSPROF_EV_DEVICE_MEMORY;
 		p->device = get_device(r);
@@ -1086,7 +1093,7 @@ static int decode_some(wsprof_trace *t)
 		case WSP_REC_ALLOC: case WSP_REC_FREE: case WSP_REC_MOVE: case WSP_REC_FAIL:
 		case WSP_REC_UNMAP: case WSP_REC_MODULE_LOAD: case WSP_REC_MODULE_UNLOAD:
 		case WSP_REC_FORK: case WSP_REC_EXEC: case WSP_REC_STREAM_REACHED: case WSP_REC_DEVICE_MEMORY:
-		case WSP_REC_ANNOTATE: case WSP_REC_ACCESS: case WSP_REC_RSS:
+		case WSP_REC_ANNOTATE: case WSP_REC_ACCESS: case WSP_REC_RSS: case WSP_REC_RECORDING:
 			if (!seg->open)
 				return WSPROF_E_CORRUPT;
 			err = cr.compact ? decode_compact(t, seg, &cr) : decode_event(t, seg, type, &r);

@@ -136,6 +136,17 @@ enum wsprof_event_type {
 	WSPROF_EV_ANNOTATE,   /* op (enum wsprof_annotation), addr, size, handle (pool), text */
 	WSPROF_EV_ACCESS,     /* op (enum wsprof_access_source), size (window ns), regions, nregions */
 	WSPROF_EV_RSS,        /* size (resident bytes) */
+	WSPROF_EV_RECORDING,  /* size: 1 recording from here on, 0 not (frees still are); op: enum wsprof_recording_cause */
+};
+
+/* Why recording was turned on or off (format 2.4, WSPROF_EV_RECORDING). */
+enum wsprof_recording_cause {
+	WSPROF_REC_START = 0,  /* the process started so (WSPROF_START=paused: off) */
+	WSPROF_REC_CALL = 1,   /* wsprof_start() / wsprof_stop() (include/wsprof.h) */
+	WSPROF_REC_SIGNAL = 2, /* the toggle signal (WSPROF_TOGGLE_SIGNAL) */
+	WSPROF_REC_ATTACH = 3, /* wsprof attach began: what was allocated before is not in the trace */
+	WSPROF_REC_DETACH = 4, /* wsprof attach ended */
+	WSPROF_REC_CAUSE_COUNT
 };
 
 /* Where an access sample comes from. */
