@@ -123,6 +123,18 @@ void wsp_print_heading(const struct wsp_loaded *l, const char *what);
  * appear. "sampled: 1 in 524,288 bytes; heap figures are estimates" (or,
  * at 1 byte, that every allocation was recorded), into buf; "" when the
  * trace is not sampled. @return buf. */
+/* The spans of time recorded, from the trace's RECORDING events (model.h):
+ * [start_ns, end_ns) each; a run recorded whole has one, from 0 to the
+ * end. @return how many (at most cap), and *attached when the trace
+ * began with wsprof attach. */
+struct wsp_span {
+	uint64_t start_ns, end_ns;
+};
+size_t wsp_recorded_spans(const struct wsp_loaded *l, struct wsp_span *spans, size_t cap, bool *attached);
+/* "recorded 0.500 s to 1.200 s, 3.000 s to 3.500 s (2 spans)" or "" when the
+ * whole run was recorded. @return buf. */
+const char *wsp_spans_text(const struct wsp_loaded *l, char *buf, size_t cap);
+
 /* How the process ended, as the summary says it ("exit status 0",
  * "killed by SIGKILL ..."); "" where an older trace does not say. @return buf. */
 const char *wsp_ending_text(const struct wsp_loaded *l, char *buf, size_t cap);

@@ -51,6 +51,29 @@ size_t wsp_view_phases(const struct wsp_chart *c, const struct wsp_loaded *l)
 	return nph;
 }
 
+/* The times nothing was recorded (before a paused start's wsprof_start,
+ * between spans, before an attach), shaded grey. @return how many. */
+static size_t view_unrecorded(const struct wsp_chart *c, const struct wsp_loaded *l)
+{
+	struct wsp_span spans[256];
+	bool attached;
+	const struct wsp_recording_switch *sw;
+	if (!wsp_model_recording(l->model, &sw))
+		return 0;
+	size_t n = wsp_recorded_spans(l, spans, 256, &attached), shaded = 0;
+	uint64_t from = 0, end = wsp_model_last_time(l->model);
+	for (size_t i = 0; i <= n; i++) {
+		uint64_t to = i < n ? spans[i].start_ns : end;
+		if (to > from) {
+			wsp_chart_span(c, (double)from / 1e9, (double)to / 1e9, WSP_C_GRID, shaded ? NULL : "not recorded", 0);
+			shaded++;
+		}
+		if (i < n)
+			from = spans[i].end_ns;
+	}
+	return shaded;
+}
+
 /* Kinds worth a chart: every kind that allocated, but the address space
  * CUDA VMM reserves (no memory behind it). */
 size_t wsp_timeline_kinds(const struct wsp_loaded *l, int kind, unsigned *kinds)
@@ -229,9 +252,10 @@ static void draw_kind(cairo_t *cr, const struct wsp_loaded *l, unsigned k, doubl
 			 (unsigned long long)ks->failed, ks->failed == 1 ? "" : "s");
 
 	size_t nph = wsp_view_phases(&c, l);
+	bool unrecorded = view_unrecorded(&c, l) > 0;
 	wsp_chart_axes(&c, title, "time since the program started", "bytes");
 
-	struct wsp_legend_item legend[6];
+	struct wsp_legend_item legend[7];
 	size_t nl = 0;
 	if (kl.rss.n) {
 		wsp_chart_line(&c, kl.rss.x, kl.rss.y, kl.rss.n, WSP_C_RSS, 1.2, true, false);
@@ -256,6 +280,8 @@ static void draw_kind(cairo_t *cr, const struct wsp_loaded *l, unsigned k, doubl
 	}
 	if (nph)
 		legend[nl++] = (struct wsp_legend_item){ "phases", WSP_C_PHASE, false, true };
+	if (unrecorded && nl < sizeof legend / sizeof *legend)
+		legend[nl++] = (struct wsp_legend_item){ "not recorded", WSP_C_GRID, false, true };
 
 	/* The failed allocations of this kind; the first few named. */
 	const struct wsp_failure *f;

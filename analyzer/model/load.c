@@ -239,9 +239,16 @@ void wsp_print_heading(const struct wsp_loaded *l, const char *what)
 	if (!l->status.complete)
 		printf("  trace     %s: this covers what was read\n",
 		       l->status.error == WSPROF_E_TRUNCATED ? "truncated" : "damaged");
-	char sampled[128];
+	char sampled[128], spans[256];
 	if (*wsp_sampled_text(l, sampled, sizeof sampled))
 		printf("  %s\n", sampled);
+	struct wsp_span first;
+	bool attached;
+	wsp_recorded_spans(l, &first, 1, &attached);
+	if (attached)
+		printf("  attached  at %.3f s: memory allocated before is not attributed\n", (double)first.start_ns / 1e9);
+	if (*wsp_spans_text(l, spans, sizeof spans))
+		printf("  spans     %s\n", spans);
 	printf("\n");
 }
 
@@ -288,4 +295,52 @@ void wsp_json_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned
 {
 	if (wsp_model_estimated(l->model, kind))
 		wsp_json_bool(j, "estimated", true);
+}
+
+/* ---- recorded spans ----------------------------------------------------- */
+
+size_t wsp_recorded_spans(const struct wsp_loaded *l, struct wsp_span *spans, size_t cap, bool *attached)
+{
+	const struct wsp_recording_switch *sw;
+	size_t n = wsp_model_recording(l->model, &sw), k = 0;
+	uint64_t end = l->status.end_time_ns > wsp_model_last_time(l->model) ? l->status.end_time_ns
+									   : wsp_model_last_time(l->model);
+	*attached = n && sw[0].cause == WSPROF_REC_ATTACH;
+	bool on = !n || sw[0].cause != WSPROF_REC_START || sw[0].on; /* a paused start says so first */
+	uint64_t from = *attached ? sw[0].time_ns : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (sw[i].on == on)
+			continue;
+		if (on && k < cap && sw[i].time_ns > from)
+			spans[k++] = (struct wsp_span){ from, sw[i].time_ns };
+		on = sw[i].on;
+		from = sw[i].time_ns;
+	}
+	if (on && k < cap && (end > from || !k))
+		spans[k++] = (struct wsp_span){ from, end };
+	return k;
+}
+
+const char *wsp_spans_text(const struct wsp_loaded *l, char *buf, size_t cap)
+{
+	struct wsp_span spans[8];
+	bool attached;
+	size_t n = wsp_recorded_spans(l, spans, 8, &attached);
+	const struct wsp_recording_switch *sw;
+	size_t total = wsp_model_recording(l->model, &sw);
+	buf[0] = 0;
+	if (!total)
+		return buf;
+	size_t o = 0;
+	o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "recorded ");
+	for (size_t i = 0; i < n && i < 4; i++)
+		o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%.3f s to %.3f s", i ? ", " : "",
+				      (double)spans[i].start_ns / 1e9, (double)spans[i].end_ns / 1e9);
+	if (!n)
+		o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "nothing (recording was never on)");
+	else if (n > 4)
+		o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, ", ...");
+	snprintf(buf + o, o < cap ? cap - o : 0, " (%zu span%s%s)", n, n == 1 ? "" : "s",
+		 n == 8 ? " or more" : "");
+	return buf;
 }

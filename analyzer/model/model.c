@@ -135,6 +135,7 @@ void wsp_model_free(struct wsp_model *m)
 	for (size_t i = 0; i < m->nsnapshots; i++)
 		free(m->snapshots[i].label);
 	free(m->snapshots);
+	free(m->switches);
 	wsp_wss_free(m->wss);
 	wsp_departed_free(m->departed);
 	free(m->rss);
@@ -1030,6 +1031,11 @@ static int apply_event(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 		return model_apply_annotation(m, ev);
 	case WSPROF_EV_ACCESS:
 		return model_apply_access(m, t, ev);
+	case WSPROF_EV_RECORDING:
+		if (wsp_grow(&m->switches, &m->switches_cap, m->nswitches + 1, sizeof *m->switches))
+			return -ENOMEM;
+		m->switches[m->nswitches++] = (struct wsp_recording_switch){ ev->time_ns, ev->seq, ev->size != 0, ev->op };
+		return 0;
 	case WSPROF_EV_RSS:
 		if (wsp_grow(&m->rss, &m->rss_cap, m->nrss + 1, sizeof *m->rss))
 			return -ENOMEM;
@@ -1100,6 +1106,12 @@ size_t wsp_model_phases(const struct wsp_model *m, const struct wsp_phase **phas
 {
 	*phases = m->phases;
 	return m->nphases;
+}
+
+size_t wsp_model_recording(const struct wsp_model *m, const struct wsp_recording_switch **switches)
+{
+	*switches = m->switches;
+	return m->nswitches;
 }
 
 size_t wsp_model_snapshots(const struct wsp_model *m, const struct wsp_snapshot **snapshots)

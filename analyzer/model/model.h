@@ -238,6 +238,16 @@ uint64_t wsp_model_unknown_annotations(const struct wsp_model *m);
 size_t wsp_model_phases(const struct wsp_model *m, const struct wsp_phase **phases);
 size_t wsp_model_snapshots(const struct wsp_model *m, const struct wsp_snapshot **snapshots);
 
+/* Recording turned on or off (RECORDING events, format 2.4), in order:
+ * none when the whole run was recorded. The first, with cause
+ * WSPROF_REC_ATTACH, says the trace began with wsprof attach. */
+struct wsp_recording_switch {
+	uint64_t time_ns, seq;
+	bool on;
+	unsigned cause;            /* enum wsprof_recording_cause */
+};
+size_t wsp_model_recording(const struct wsp_model *m, const struct wsp_recording_switch **switches);
+
 /* Working-set size over time (NULL when the trace has no access samples;
  * complete once wsp_model_finish was called). */
 const struct wsp_wss *wsp_model_wss(const struct wsp_model *m);

@@ -102,6 +102,8 @@ struct wsp_model {
 	size_t nphases, phases_cap;
 	struct wsp_snapshot *snapshots;
 	size_t nsnapshots, snapshots_cap;
+	struct wsp_recording_switch *switches; /* RECORDING events, in order */
+	size_t nswitches, switches_cap;
 
 	uint64_t wss_bucket_ns, window_ns;
 	struct wsp_wss *wss;

@@ -138,6 +138,38 @@ static void print_ending(const struct wsp_loaded *l)
 		printf("  ended     %s\n", text);
 }
 
+/* "recording": the spans recorded and every switch, when recording was switched. */
+static void print_json_recording(struct wsp_json *j, const struct wsp_loaded *l)
+{
+	static const char *const causes[WSPROF_REC_CAUSE_COUNT] = { "start", "call", "signal", "attach", "detach" };
+	const struct wsp_recording_switch *sw;
+	size_t n = wsp_model_recording(l->model, &sw);
+	struct wsp_span spans[64];
+	bool attached;
+	size_t ns = wsp_recorded_spans(l, spans, 64, &attached);
+	wsp_json_begin_object(j, "recording");
+	wsp_json_bool(j, "whole_run", n == 0);
+	wsp_json_bool(j, "attached", attached);
+	wsp_json_begin_array(j, "spans");
+	for (size_t i = 0; i < ns; i++) {
+		wsp_json_begin_object(j, NULL);
+		wsp_json_seconds(j, "start_s", spans[i].start_ns);
+		wsp_json_seconds(j, "end_s", spans[i].end_ns);
+		wsp_json_end_object(j);
+	}
+	wsp_json_end_array(j);
+	wsp_json_begin_array(j, "switches");
+	for (size_t i = 0; i < n; i++) {
+		wsp_json_begin_object(j, NULL);
+		wsp_json_seconds(j, "time_s", sw[i].time_ns);
+		wsp_json_bool(j, "on", sw[i].on);
+		wsp_json_string(j, "cause", sw[i].cause < WSPROF_REC_CAUSE_COUNT ? causes[sw[i].cause] : "?");
+		wsp_json_end_object(j);
+	}
+	wsp_json_end_array(j);
+	wsp_json_end_object(j);
+}
+
 static void print_json(const struct wsp_loaded *l)
 {
 	const wsprof_process *p = wsprof_trace_process(l->trace);
@@ -304,6 +336,7 @@ static void print_json(const struct wsp_loaded *l)
 		wsp_json_uint(&j, NULL, kids[i]);
 	wsp_json_end_array(&j);
 	wsp_json_string(&j, "exec", st->ended_by_exec ? wsp_model_exec(l->model) : NULL);
+	print_json_recording(&j, l);
 	wsp_json_end_object(&j);
 }
 
@@ -335,6 +368,15 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	printf("  trace     %s (format %u.%u, wsprof %s)\n", status_word(st), p->format_major, p->format_minor,
 	       p->tool_version);
 	print_ending(l);
+	char spans[256];
+	bool attached;
+	struct wsp_span first;
+	wsp_recorded_spans(l, &first, 1, &attached);
+	if (attached)
+		printf("  attached  at %.3f s by wsprof attach: memory the program allocated before is not in these figures "
+		       "(its frees are untracked frees)\n", (double)first.start_ns / 1e9);
+	if (*wsp_spans_text(l, spans, sizeof spans))
+		printf("  spans     %s\n", spans);
 	if (p->access_sources) {
 		char sources[128];
 		printf("  access    %s", wsp_access_sources_text(p->access_sources, sources, sizeof sources));

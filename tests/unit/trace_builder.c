@@ -336,6 +336,14 @@ void tb_ev_fork(struct trace_builder *b, uint64_t seq, uint64_t time, uint64_t c
 	emit(b, WSP_REC_FORK, &pl);
 }
 
+void tb_ev_recording(struct trace_builder *b, uint64_t seq, uint64_t time, bool on, unsigned cause)
+{
+	struct payload pl = stamp(b, seq, time);
+	pl_varint(&pl, on);
+	pl_varint(&pl, cause);
+	emit(b, WSP_REC_RECORDING, &pl);
+}
+
 void tb_ev_exec(struct trace_builder *b, uint64_t seq, uint64_t time, const char *path)
 {
 	struct payload pl = stamp(b, seq, time);

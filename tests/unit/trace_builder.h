@@ -17,6 +17,7 @@
 #ifndef WSP_TEST_TRACE_BUILDER_H
 #define WSP_TEST_TRACE_BUILDER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -114,6 +115,8 @@ void tb_ev_module_load(struct trace_builder *b, uint64_t seq, uint64_t time, uin
 		       const struct tb_segdesc *segs, size_t nsegs);
 void tb_ev_module_unload(struct trace_builder *b, uint64_t seq, uint64_t time, uint64_t base);
 void tb_ev_fork(struct trace_builder *b, uint64_t seq, uint64_t time, uint64_t child_pid);
+/* Recording turned on or off (format 2.4): cause is an enum wsprof_recording_cause. */
+void tb_ev_recording(struct trace_builder *b, uint64_t seq, uint64_t time, bool on, unsigned cause);
 void tb_ev_exec(struct trace_builder *b, uint64_t seq, uint64_t time, const char *path);
 
 /* CUDA allocations, failures and frees (and pool sub-allocations, kind
