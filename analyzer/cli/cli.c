@@ -24,6 +24,18 @@ void wsp_cli_free(struct wsp_cli *c)
 	c->picked = false;
 }
 
+int wsp_parse_top(const char *s, size_t *top)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*s == '-' || *end || !*s) {
+		fprintf(stderr, "wsprof: --top wants a whole number, not '%s'\n", s);
+		return -1;
+	}
+	*top = v ? v : SIZE_MAX;
+	return 0;
+}
+
 int wsp_parse_kind(const char *s, unsigned *kind)
 {
 	char names[512];

@@ -60,6 +60,10 @@ int wsp_cli_parse(int argc, char **argv, unsigned shared, const struct wsp_cli_o
 /* What wsp_cli_parse allocated (the job's paths). */
 void wsp_cli_free(struct wsp_cli *c);
 
+/* --top N: a whole number, 0 meaning all (SIZE_MAX), with a one-line
+ * error. @return 0 or -1. */
+int wsp_parse_top(const char *s, size_t *top);
+
 /* A kind by name ("heap"), with a one-line error. @return 0 or -1. */
 int wsp_parse_kind(const char *s, unsigned *kind);
 

@@ -207,18 +207,6 @@ static void usage_leaks(FILE *out)
 	      "  --kind KIND  heap (default) or mmap\n", out);
 }
 
-static int parse_top(const char *s, size_t *top)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	if (*s == '-' || *end || !*s) {
-		fprintf(stderr, "wsprof: --top wants a whole number, not '%s'\n", s);
-		return -1;
-	}
-	*top = v ? v : SIZE_MAX;
-	return 0;
-}
-
 /* An option of callsites' or leaks' own. */
 static int own_option(void *ctx, int val, const char *arg)
 {
@@ -235,7 +223,7 @@ static int own_option(void *ctx, int val, const char *arg)
 		o->sort = (enum sort_key)i;
 		return 0;
 	}
-	case 't': return parse_top(arg, &o->top) ? 2 : 0;
+	case 't': return wsp_parse_top(arg, &o->top) ? 2 : 0;
 	default: o->full = true; return 0; /* --full-stacks */
 	}
 }

@@ -98,16 +98,8 @@ static int check_option(void *ctx, int val, const char *arg)
 		o->baseline = arg;
 		return 0;
 	}
-	if (val == 't') {
-		char *end;
-		unsigned long v = strtoul(arg, &end, 10);
-		if (*arg == '-' || !*arg || *end) {
-			fprintf(stderr, "wsprof: --top wants a whole number, not '%s'\n", arg);
-			return 2;
-		}
-		o->top = v ? v : SIZE_MAX;
-		return 0;
-	}
+	if (val == 't')
+		return wsp_parse_top(arg, &o->top) ? 2 : 0;
 	if (o->n == MAX_BUDGETS) {
 		fprintf(stderr, "wsprof: at most %d budgets in one check\n", MAX_BUDGETS);
 		return 2;

@@ -66,16 +66,8 @@ static void usage(FILE *out)
 static int diff_option(void *ctx, int val, const char *arg)
 {
 	struct options *o = ctx;
-	if (val == 't') {
-		char *end;
-		unsigned long v = strtoul(arg, &end, 10);
-		if (*arg == '-' || !*arg || *end) {
-			fprintf(stderr, "wsprof: --top wants a whole number, not '%s'\n", arg);
-			return 2;
-		}
-		o->top = v ? v : SIZE_MAX;
-		return 0;
-	}
+	if (val == 't')
+		return wsp_parse_top(arg, &o->top) ? 2 : 0;
 	for (size_t i = 0; i < sizeof figure_names / sizeof *figure_names; i++)
 		if (!strcmp(arg, figure_names[i])) {
 			o->sort = (enum figure)i;

@@ -90,7 +90,7 @@ size_t wt_assert_png(const char *path, int width, int height, size_t colours)
 	return distinct;
 }
 
-char *wt_wsprof_ok(const char *const args[], int status)
+struct wt_result wt_wsprof_run(const char *const args[])
 {
 	const char *argv[32] = { wt_wsprof() };
 	size_t n = 1;
@@ -99,6 +99,21 @@ char *wt_wsprof_ok(const char *const args[], int status)
 	argv[n] = NULL;
 	struct wt_result r;
 	cr_assert_eq(wt_run(&r, argv), 0, "cannot run wsprof");
+	return r;
+}
+
+struct wt_json *wt_json_text(char *text)
+{
+	char err[256];
+	struct wt_json *j = wt_json_parse(text, err, sizeof err);
+	cr_assert(j, "not JSON (%s):\n%s", err, text);
+	free(text);
+	return j;
+}
+
+char *wt_wsprof_ok(const char *const args[], int status)
+{
+	struct wt_result r = wt_wsprof_run(args);
 	wt_assert_status(&r, status, args[0]);
 	char *out = r.out ? r.out : strdup("");
 	r.out = NULL;

@@ -14,6 +14,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "run.h"
+#include "json.h"
+
 /* Pages of a PDF (pdfinfo); asserts it is one. */
 unsigned wt_pdf_pages(const char *path);
 /* The text of a PDF, all pages (pdftotext -layout); malloc'd. */
@@ -28,6 +31,10 @@ size_t wt_assert_png(const char *path, int width, int height, size_t colours);
 /* Run `wsprof ARGS...`, asserting it exits with status; the result's
  * stdout (malloc'd, may be empty) is returned. */
 char *wt_wsprof_ok(const char *const args[], int status);
+/* Run `wsprof ARGS...` and return what it did, whatever its status. */
+struct wt_result wt_wsprof_run(const char *const args[]);
+/* Parse text (taken: freed here) as one JSON document, asserting it is one. */
+struct wt_json *wt_json_text(char *text);
 /* Run `wsprof COMMAND ARGS...`, asserting it exits with status, says
  * `words` on stderr (in one line when one_line) and nothing on stdout. */
 void wt_expect_failure(const char *command, const char *const args[], int status, const char *words, bool one_line);

@@ -64,15 +64,6 @@ static char *record_build(const char *prog, const char *name, const char *const 
 	return record_as(prog, name, "app", opts);
 }
 
-static struct wt_json *parse(char *text)
-{
-	char err[256];
-	struct wt_json *j = wt_json_parse(text, err, sizeof err);
-	cr_assert(j, "not JSON (%s):\n%s", err, text);
-	free(text);
-	return j;
-}
-
 static int64_t i64(const struct wt_json *j, const char *path)
 {
 	const struct wt_json *v = wt_json_get(j, path);
@@ -97,7 +88,7 @@ static const struct wt_json *site(const struct wt_json *diff, const char *fn)
 Test(diff, two_builds_compare_exactly)
 {
 	char *base = record_build("diff_base", "base", NULL), *now = record_build("diff_new", "new", NULL);
-	struct wt_json *d = parse(wt_wsprof_ok((const char *[]){ "diff", "--json", "--top", "0", base, now, NULL }, 0));
+	struct wt_json *d = wt_json_text(wt_wsprof_ok((const char *[]){ "diff", "--json", "--top", "0", base, now, NULL }, 0));
 	cr_expect_eq(wt_json_get(d, "warnings")->count, 0, "the same program: no warning");
 	cr_expect_eq(i64(d, "kinds.heap.peak_bytes.base"), BASE_PEAK);
 	cr_expect_eq(i64(d, "kinds.heap.peak_bytes.new"), NEW_PEAK);
@@ -146,7 +137,7 @@ Test(diff, two_builds_compare_exactly)
 	wt_json_free(d);
 
 	/* --sort allocations puts the churn first. */
-	d = parse(wt_wsprof_ok((const char *[]){ "diff", "--json", "--sort", "allocations", base, now, NULL }, 0));
+	d = wt_json_text(wt_wsprof_ok((const char *[]){ "diff", "--json", "--sort", "allocations", base, now, NULL }, 0));
 	cr_expect_str_eq(wt_json_str(d, "sites.changes.0.function"), "churn");
 	wt_json_free(d);
 	free(base), free(now);
@@ -192,33 +183,21 @@ Test(diff, a_differential_flame_graph)
 	free(svg), free(pdf), free(png), free(base), free(now);
 }
 
-static struct wt_result run_wsprof(const char *const args[])
-{
-	const char *argv[32] = { wt_wsprof() };
-	size_t n = 1;
-	for (size_t i = 0; args[i] && n < 31; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	struct wt_result r;
-	cr_assert_eq(wt_run(&r, argv), 0);
-	return r;
-}
-
 Test(diff, other_programs_and_estimates_compare_with_a_warning)
 {
 	char *base = record_build("diff_base", "base", NULL);
 	char *other = record_as("diff_base", "other", "server", NULL); /* the same code, another program's name */
-	struct wt_result r = run_wsprof((const char *[]){ "diff", "--json", base, other, NULL });
+	struct wt_result r = wt_wsprof_run((const char *[]){ "diff", "--json", base, other, NULL });
 	wt_assert_status(&r, 0, "wsprof diff");
 	cr_expect(strstr(r.err, "different programs"), "%s", r.err);
-	struct wt_json *d = parse(r.out);
+	struct wt_json *d = wt_json_text(r.out);
 	r.out = NULL;
 	cr_expect(strstr(wt_json_str(d, "warnings.0"), "different programs"));
 	wt_json_free(d);
 	wt_result_free(&r);
 
 	char *sampled = record_build("diff_new", "sampled", (const char *[]){ "--sample-bytes", "65536", NULL });
-	r = run_wsprof((const char *[]){ "diff", base, sampled, NULL });
+	r = wt_wsprof_run((const char *[]){ "diff", base, sampled, NULL });
 	wt_assert_status(&r, 0, "wsprof diff");
 	cr_expect(strstr(r.err, "the new run was recorded with --sample-bytes: its heap figures are estimates"), "%s", r.err);
 	cr_expect(strstr(r.out, "sampled: 1 in 65,536 bytes"), "%s", r.out);
@@ -230,11 +209,11 @@ Test(diff, other_programs_and_estimates_compare_with_a_warning)
 Test(diff, bad_input)
 {
 	char *base = record_build("diff_base", "base", NULL);
-	struct wt_result r = run_wsprof((const char *[]){ "diff", base, NULL });
+	struct wt_result r = wt_wsprof_run((const char *[]){ "diff", base, NULL });
 	wt_assert_status(&r, 2, "wsprof diff with one trace");
 	cr_expect(strstr(r.err, "needs two trace files"), "%s", r.err);
 	wt_result_free(&r);
-	r = run_wsprof((const char *[]){ "diff", base, "/nonexistent.wsp", NULL });
+	r = wt_wsprof_run((const char *[]){ "diff", base, "/nonexistent.wsp", NULL });
 	wt_assert_status(&r, 1, "wsprof diff of a missing trace");
 	cr_expect(strstr(r.err, "/nonexistent.wsp"), "%s", r.err);
 	cr_expect_eq(wt_count_lines(r.err), 1, "one line: %s", r.err);
@@ -245,11 +224,11 @@ Test(diff, bad_input)
 	bytes[16] = 3;
 	char *newer = wt_path(wt_test_dir(), "newer.wsp");
 	cr_assert_eq(wt_write_file(newer, bytes, len), 0);
-	r = run_wsprof((const char *[]){ "diff", base, newer, NULL });
+	r = wt_wsprof_run((const char *[]){ "diff", base, newer, NULL });
 	wt_assert_status(&r, 1, "wsprof diff of a newer trace");
 	cr_expect(strstr(r.err, "newer"), "%s", r.err);
 	wt_result_free(&r);
-	r = run_wsprof((const char *[]){ "diff", "--sort", "nope", base, base, NULL });
+	r = wt_wsprof_run((const char *[]){ "diff", "--sort", "nope", base, base, NULL });
 	wt_assert_status(&r, 2, "wsprof diff --sort nope");
 	wt_result_free(&r);
 	free(bytes), free(newer), free(base);
@@ -263,7 +242,7 @@ Test(diff, check_passes_within_every_budget)
 	char peak[32], leaked[32];
 	snprintf(peak, sizeof peak, "heap=%llu", (unsigned long long)NEW_PEAK); /* at the budget is within it */
 	snprintf(leaked, sizeof leaked, "%llu", (unsigned long long)NEW_LEAKED);
-	struct wt_result r = run_wsprof((const char *[]){ "check", "--max-peak", peak, "--max-leaked", leaked, "--max-in-use",
+	struct wt_result r = wt_wsprof_run((const char *[]){ "check", "--max-peak", peak, "--max-leaked", leaked, "--max-in-use",
 							  "heap=1.5G", now, NULL });
 	wt_assert_status(&r, 0, "wsprof check within budgets");
 	cr_expect(strstr(r.out, "  ok        heap peak 5.55 MiB, within the budget of 5.55 MiB\n"), "%s", r.out);
@@ -277,7 +256,7 @@ Test(diff, check_fails_a_budget_with_its_sites)
 	char *now = record_build("diff_new", "new", NULL);
 	char peak[32];
 	snprintf(peak, sizeof peak, "heap=%llu", (unsigned long long)NEW_PEAK - 1);
-	struct wt_result r = run_wsprof((const char *[]){ "check", "--max-peak", peak, "--max-leaked", "heap=2MiB", now, NULL });
+	struct wt_result r = wt_wsprof_run((const char *[]){ "check", "--max-peak", peak, "--max-leaked", "heap=2MiB", now, NULL });
 	wt_assert_status(&r, 1, "wsprof check over budget");
 	cr_expect(strstr(r.out, "  EXCEEDED  heap peak 5.55 MiB, over the budget of 5.55 MiB by 1 B\n"), "%s", r.out);
 	cr_expect(strstr(r.out, "live at the peak     3.00 MiB  hold (diff_build.c:"));
@@ -287,9 +266,9 @@ Test(diff, check_fails_a_budget_with_its_sites)
 	wt_result_free(&r);
 
 	struct wt_json *j;
-	r = run_wsprof((const char *[]){ "check", "--json", "--max-leaked", "heap=2MiB", now, NULL });
+	r = wt_wsprof_run((const char *[]){ "check", "--json", "--max-leaked", "heap=2MiB", now, NULL });
 	wt_assert_status(&r, 1, "wsprof check --json over budget");
-	j = parse(r.out);
+	j = wt_json_text(r.out);
 	r.out = NULL;
 	bool passed = true;
 	cr_expect(wt_json_bool(j, "passed", &passed) && !passed);
@@ -306,14 +285,14 @@ Test(diff, check_growth_against_a_baseline)
 {
 	char *base = record_build("diff_base", "base", NULL), *now = record_build("diff_new", "new", NULL);
 	/* The peak grew by 3,392 bytes of 5,815,024: 0.0583%. */
-	struct wt_result r = run_wsprof((const char *[]){ "check", "--baseline", base, "--max-growth", "heap=0.05%", now, NULL });
+	struct wt_result r = wt_wsprof_run((const char *[]){ "check", "--baseline", base, "--max-growth", "heap=0.05%", now, NULL });
 	wt_assert_status(&r, 1, "wsprof check --max-growth 0.05%");
 	cr_expect(strstr(r.out, "EXCEEDED  heap peak growth +0.1% (5.55 MiB to 5.55 MiB) against"), "%s", r.out);
 	cr_expect(strstr(r.out, "grew most           +1.00 MiB  grows (diff_build.c:"));
 	cr_expect(strstr(r.out, "+488 KiB  added (diff_build.c:"));
 	cr_expect(strstr(r.out, ") [new]\n"));
 	wt_result_free(&r);
-	r = run_wsprof((const char *[]){ "check", "--baseline", base, "--max-growth", "0.06", now, NULL });
+	r = wt_wsprof_run((const char *[]){ "check", "--baseline", base, "--max-growth", "0.06", now, NULL });
 	wt_assert_status(&r, 0, "wsprof check --max-growth 0.06");
 	wt_result_free(&r);
 	free(base), free(now);
@@ -339,15 +318,15 @@ Test(diff, check_bad_input)
 		while (cases[i].args[n])
 			args[n] = cases[i].args[n], n++;
 		args[n] = now;
-		struct wt_result r = run_wsprof(args);
+		struct wt_result r = wt_wsprof_run(args);
 		wt_assert_status(&r, 2, cases[i].says);
 		cr_expect(strstr(r.err, cases[i].says), "%s: %s", cases[i].says, r.err);
 		wt_result_free(&r);
 	}
-	struct wt_result r = run_wsprof((const char *[]){ "check", "--max-peak", "1G", "/nonexistent.wsp", NULL });
+	struct wt_result r = wt_wsprof_run((const char *[]){ "check", "--max-peak", "1G", "/nonexistent.wsp", NULL });
 	wt_assert_status(&r, 2, "wsprof check of a missing trace");
 	wt_result_free(&r);
-	r = run_wsprof((const char *[]){ "check", "--max-peak", "1G", "--baseline", "/nonexistent.wsp", "--max-growth", "5", now,
+	r = wt_wsprof_run((const char *[]){ "check", "--max-peak", "1G", "--baseline", "/nonexistent.wsp", "--max-growth", "5", now,
 					 NULL });
 	wt_assert_status(&r, 2, "wsprof check with a missing baseline");
 	wt_result_free(&r);

@@ -30,15 +30,6 @@ static const char *record_tree(void)
 	return tree.dir;
 }
 
-static struct wt_json *parse(char *text)
-{
-	char err[256];
-	struct wt_json *j = wt_json_parse(text, err, sizeof err);
-	cr_assert(j, "not JSON (%s):\n%s", err, text);
-	free(text);
-	return j;
-}
-
 static const struct wt_json *items(const struct wt_json *j, const char *path)
 {
 	const struct wt_json *a = wt_json_get(j, path);
@@ -59,7 +50,7 @@ static size_t by_peak(const struct wt_json *procs, uint64_t peak)
 Test(job, the_summary_of_a_process_tree)
 {
 	const char *dir = record_tree();
-	struct wt_json *s = parse(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", dir, NULL }, 0));
+	struct wt_json *s = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", dir, NULL }, 0));
 	bool job = false;
 	cr_expect(wt_json_bool(s, "job", &job) && job);
 	cr_expect_eq(wt_u64(s, "traces"), 5);
@@ -107,7 +98,7 @@ Test(job, the_summary_of_a_process_tree)
 Test(job, call_sites_and_leaks_merged_across_processes)
 {
 	const char *dir = record_tree();
-	struct wt_json *c = parse(wt_wsprof_ok((const char *[]){ "report", "callsites", "--json", dir, NULL }, 0));
+	struct wt_json *c = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "callsites", "--json", dir, NULL }, 0));
 	const struct wt_json *sites = items(c, "sites");
 	bool found = false;
 	for (size_t i = 0; i < sites->count; i++) {
@@ -122,7 +113,7 @@ Test(job, call_sites_and_leaks_merged_across_processes)
 	cr_expect(found, "child_work is a site");
 	cr_expect(!strncmp(wt_json_str(c, "sites.0.label"), "child_work", 10), "the largest first");
 	wt_json_free(c);
-	struct wt_json *l = parse(wt_wsprof_ok((const char *[]){ "report", "leaks", "--json", dir, NULL }, 0));
+	struct wt_json *l = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "leaks", "--json", dir, NULL }, 0));
 	cr_expect_eq(wt_u64(l, "leaked_bytes"), 7 * MiB + (512 << 10));
 	cr_expect_eq(wt_u64(l, "stacks.0.processes"), 3);
 	cr_expect(!strncmp(wt_json_str(l, "stacks.0.stack.0"), "child_work (job_tree.c:", 23));
@@ -141,7 +132,7 @@ Test(job, call_sites_and_leaks_merged_across_processes)
 Test(job, a_timeline_line_per_process)
 {
 	const char *dir = record_tree();
-	struct wt_json *t = parse(wt_wsprof_ok((const char *[]){ "report", "timeline", "--json", dir, NULL }, 0));
+	struct wt_json *t = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "timeline", "--json", dir, NULL }, 0));
 	const struct wt_json *p = items(t, "processes");
 	cr_assert_eq(p->count, 5);
 	uint64_t peaks = 0;
@@ -161,12 +152,12 @@ Test(job, a_timeline_line_per_process)
 Test(job, one_process_of_a_job)
 {
 	const char *dir = record_tree();
-	struct wt_json *s = parse(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", dir, NULL }, 0));
+	struct wt_json *s = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", dir, NULL }, 0));
 	const struct wt_json *p = items(s, "processes");
 	char pid[32];
 	snprintf(pid, sizeof pid, "%llu", (unsigned long long)wt_u64(&p->items[by_peak(p, 3 * MiB)], "pid"));
 	wt_json_free(s);
-	struct wt_json *one = parse(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", "--process", pid, dir, NULL }, 0));
+	struct wt_json *one = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", "--process", pid, dir, NULL }, 0));
 	cr_expect_eq(wt_u64(one, "kinds.heap.peak_bytes"), 3 * MiB);
 	cr_expect_null(wt_json_get(one, "job"), "a single trace's summary");
 	wt_json_free(one);
@@ -185,13 +176,13 @@ Test(job, directories_and_several_files)
 	/* Files that are not traces are passed over in a directory. */
 	char *notes = wt_path(dir, "notes.txt");
 	cr_assert_eq(wt_write_file(notes, "not a trace\n", 12), 0);
-	struct wt_json *s = parse(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", dir, NULL }, 0));
+	struct wt_json *s = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", dir, NULL }, 0));
 	cr_expect_eq(wt_u64(s, "traces"), 5);
 	wt_json_free(s);
 	/* Two traces named one by one are a job of two. */
-	s = parse(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", dir, NULL }, 0));
+	s = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", dir, NULL }, 0));
 	const char *a = wt_json_str(s, "processes.0.trace"), *b = wt_json_str(s, "processes.1.trace");
-	struct wt_json *two = parse(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", a, b, NULL }, 0));
+	struct wt_json *two = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", a, b, NULL }, 0));
 	cr_expect_eq(wt_u64(two, "traces"), 2);
 	wt_json_free(two);
 	wt_json_free(s);
@@ -229,7 +220,7 @@ Test(job, the_ranks_of_an_mpi_job)
 	cr_assert_eq(wt_run(&r, argv), 0);
 	wt_assert_status(&r, 0, "mpirun wsprof record mpi_ranks");
 	wt_result_free(&r);
-	struct wt_json *s = parse(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", "--caller", "mpi_ranks", dir, NULL }, 0));
+	struct wt_json *s = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", "--caller", "mpi_ranks", dir, NULL }, 0));
 	cr_expect_eq(wt_u64(s, "traces"), 3);
 	cr_expect_str_eq(wt_json_str(s, "across.by"), "rank");
 	cr_expect_eq(wt_u64(s, "across.count"), 3);
@@ -249,7 +240,7 @@ Test(job, the_ranks_of_an_mpi_job)
 	cr_expect_eq(wt_u64(s, "totals.heap.allocations"), 6);
 	wt_json_free(s);
 	/* One rank alone. */
-	struct wt_json *one = parse(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", "--caller", "mpi_ranks",
+	struct wt_json *one = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", "--caller", "mpi_ranks",
 								   "--process", "2", dir, NULL }, 0));
 	cr_expect_eq(wt_u64(one, "kinds.heap.allocations"), 3);
 	cr_expect_eq(wt_u64(one, "process.rank"), 2);
