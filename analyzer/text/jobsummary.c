@@ -29,6 +29,17 @@ static const char *program(const struct wsp_job_proc *p)
 	return p->cmdline[0] ? p->cmdline : p->exe;
 }
 
+/* The command line with its program's directory left out ("cc1 -quiet
+ * main.c" for "/usr/lib/gcc/.../cc1 -quiet main.c"): what a table has room for. */
+static const char *short_program(const struct wsp_job_proc *p)
+{
+	const char *s = program(p), *space = strchr(s, ' '), *slash = NULL;
+	for (const char *c = s; *c && (!space || c < space); c++)
+		if (*c == '/')
+			slash = c;
+	return slash ? slash + 1 : s;
+}
+
 /* ---- Across the ranks ------------------------------------------------- */
 
 /* The processes compared: those with a rank when two or more have one, else all. */
@@ -121,14 +132,14 @@ static void print_tree(const struct wsp_job *job)
 		while (top) {
 			size_t i = stack[--top], d = depth[top];
 			const struct wsp_job_proc *p = &job->procs[i];
-			printf("    %*s%u %s", (int)(2 * (d < 20 ? d : 20)), "", p->pid, program(p));
+			printf("    %*s%u %.100s", (int)(2 * (d < 20 ? d : 20)), "", p->pid, short_program(p));
 			/* the images it became by exec, on its line */
 			size_t last = i;
 			for (bool more = true; more;) {
 				more = false;
 				for (size_t j = last + 1; j < job->n; j++)
 					if (job->procs[j].parent == (int)last && job->procs[j].exec_of_parent) {
-						printf(" -> %s", program(&job->procs[j]));
+						printf(" -> %.100s", short_program(&job->procs[j]));
 						last = j;
 						more = true;
 						break;
@@ -197,7 +208,7 @@ static void print_processes(const struct wsp_job *job)
 			snprintf(parent, sizeof parent, "exec");
 		else if (p->parent >= 0)
 			snprintf(parent, sizeof parent, "%u", job->procs[p->parent].pid);
-		printf("  %-10s %8u %8s %-32.32s %8.3f s", name, p->pid, parent, program(p), (double)p->duration_ns / 1e9);
+		printf("  %-10s %8u %8s %-32.32s %8.3f s", name, p->pid, parent, short_program(p), (double)p->duration_ns / 1e9);
 		uint64_t failed = 0;
 		for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 			failed += p->kinds[k].failed;
