@@ -247,3 +247,54 @@ Test(job, the_ranks_of_an_mpi_job)
 	wt_json_free(one);
 	free(pattern), free(prog);
 }
+
+/* The tree a small shell script makes: sh forks, each child execs. */
+Test(job, the_tree_of_a_shell_script)
+{
+	const char *dir = wt_test_dir();
+	char *script = wt_path(dir, "run.sh"), *prog = wt_prog("service"), *trace = wt_path(dir, "t.wsp");
+	char text[8192];
+	snprintf(text, sizeof text, "#!/bin/sh\n%s - 2 1\n( %s - 3 1 )\n%s - 1 1 &\nwait\n", prog, prog, prog);
+	cr_assert_eq(wt_write_file(script, text, strlen(text)), 0);
+	free(wt_wsprof_ok((const char *[]){ "record", "-o", trace, "--", "/bin/sh", script, NULL }, 0));
+	struct wt_json *s = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", dir, NULL }, 0));
+	const struct wt_json *p = items(s, "processes");
+	size_t root = p->count, services = 0;
+	for (size_t i = 0; i < p->count; i++)
+		if (wt_json_get(&p->items[i], "parent")->type == WT_JSON_NULL)
+			root = i;
+	cr_assert_lt(root, p->count, "the shell is the tree's root");
+	cr_expect(strstr(wt_json_str(&p->items[root], "program"), "run.sh"));
+	for (size_t i = 0; i < p->count; i++) {
+		const struct wt_json *q = &p->items[i];
+		if (!strstr(wt_json_str(q, "exe"), "service"))
+			continue;
+		services++;
+		/* Started by the shell (vfork and exec: no image of its own
+		 * before), or the image of a shell it forked (a subshell, a
+		 * background job) that then exec'd. */
+		bool exec_of = false;
+		cr_assert(wt_json_bool(q, "exec_of_parent", &exec_of));
+		size_t up = wt_u64(q, "parent");
+		if (exec_of) {
+			cr_expect(strstr(wt_json_str(&p->items[up], "program"), "run.sh"), "a forked shell became service");
+			up = wt_u64(&p->items[up], "parent");
+		}
+		cr_expect_eq(up, root, "service %zu's ancestry leads to the script", i);
+	}
+	cr_expect_eq(services, 3);
+	/* Every service's ticks: 2, 3 and 1 allocations of 64 KiB from tick. */
+	struct wt_json *c = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "callsites", "--json", dir, NULL }, 0));
+	const struct wt_json *sites = items(c, "sites");
+	bool found = false;
+	for (size_t i = 0; i < sites->count; i++)
+		if (!strncmp(wt_json_str(&sites->items[i], "label"), "tick (service.c:", 16)) {
+			found = true;
+			cr_expect_eq(wt_u64(&sites->items[i], "allocations"), 6);
+			cr_expect_eq(wt_u64(&sites->items[i], "processes"), 3);
+		}
+	cr_expect(found);
+	wt_json_free(c);
+	wt_json_free(s);
+	free(script), free(prog), free(trace);
+}
