@@ -152,6 +152,11 @@ void wsp_json_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned
 
 
 int wsp_cmd_record(int argc, char **argv);
+/* `wsprof attach` (attach.c): record a running process for a while. */
+int wsp_cmd_attach(int argc, char **argv);
+/* The preload library, from $WSPROF_PRELOAD, the build tree or the
+ * install prefix (record.c); says why not on stderr. */
+bool wsp_find_preload(char out[PATH_MAX]);
 
 /* rescue.c: wsprof record finishes the traces of processes that end
  * without their footer (src/rescue.h). listen: before the program starts

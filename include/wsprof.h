@@ -15,6 +15,9 @@
  *   wsprof_pool_free(pool, p)       program carves itself (slab, arena)
  *   wsprof_phase_push(name) / _pop() marks on the timeline (per thread)
  *   wsprof_snapshot(label)          a moment to look at later
+ *   wsprof_start() / wsprof_stop()  record allocations from here / stop
+ *                                   (frees are still recorded; start a
+ *                                   program paused with WSPROF_START=paused)
  *
  * p may point anywhere inside a traced block. A block is in use while its
  * count is above zero, while it is marked valid, or if it was never
@@ -53,6 +56,8 @@ typedef struct wsprof_annotation_api_v1 {
 	void (*phase_push)(const char *name);
 	void (*phase_pop)(void);
 	void (*snapshot)(const char *label);
+	void (*start)(void);
+	void (*stop)(void);
 } wsprof_annotation_api_v1;
 
 #define WSPROF_ANNOTATION_ENTRY "wsprof_get_annotation_api_v1"
@@ -70,6 +75,8 @@ typedef struct wsprof_annotation_api_v1 {
 #define wsprof_phase_push(name) ((void)0)
 #define wsprof_phase_pop() ((void)0)
 #define wsprof_snapshot(label) ((void)0)
+#define wsprof_start() ((void)0)
+#define wsprof_stop() ((void)0)
 
 #else
 
@@ -123,12 +130,16 @@ static inline void wsprof_touch(const void *p, size_t len) { WSPROF__CALL(touch,
 static inline void wsprof_pool_alloc(const void *pool, const void *p, size_t size) { WSPROF__CALL(pool_alloc, pool, p, size); }
 static inline void wsprof_pool_free(const void *pool, const void *p) { WSPROF__CALL(pool_free, pool, p); }
 static inline void wsprof_phase_push(const char *name) { WSPROF__CALL(phase_push, name); }
-static inline void wsprof_phase_pop(void)
-{
-	const wsprof_annotation_api_v1 *a = wsprof__get();
-	if (__builtin_expect(a != NULL, 0))
-		a->phase_pop();
-}
+#define WSPROF__CALL0(member)                                                      \
+	do {                                                                       \
+		const wsprof_annotation_api_v1 *wsprof__a = wsprof__get();         \
+		if (__builtin_expect(wsprof__a != NULL, 0))                        \
+			wsprof__a->member();                                       \
+	} while (0)
+
+static inline void wsprof_phase_pop(void) { WSPROF__CALL0(phase_pop); }
+static inline void wsprof_start(void) { WSPROF__CALL0(start); }
+static inline void wsprof_stop(void) { WSPROF__CALL0(stop); }
 static inline void wsprof_snapshot(const char *label) { WSPROF__CALL(snapshot, label); }
 
 #ifdef __cplusplus

@@ -14,6 +14,7 @@
  *                      modules.c    the module map and dlopen/dlclose
  *                      writer.c     the writer thread: sweep, compress, write, footer
  *                      rescue.c     the buffers wsprof record can finish a trace from (src/rescue.h)
+ *                      recording.c  the switch: allocations recorded now or not (spans, attach)
  *   access/  access.h  sampler.c    written pages (userfaultfd, PAGEMAP_SCAN), memory given back
  *                      damon.c      DAMON
  *   hooks/   hooks.h   hooks_libc.c the malloc family and mmap/munmap/mremap/mprotect
@@ -23,6 +24,7 @@
  *                      nvtx.c       NVTX memory heaps and ranges
  *                      annotate.c   what the program says about its memory (wsprof.h, NVTX)
  *   life/    life.h    process.c    start, exit, fork and exec, which set up and end all of it
+ *                      attach.c     wsprof attach: a running process's calls redirected (GOT), its end
  *                      signals.c    fatal signals finish the trace; the program's view of them
  *   python/  python.h  python.c     a CPython program's Python frames, in their places in its stacks
  *                      pylayout.h   where each CPython version keeps them
@@ -42,6 +44,8 @@
  *     or exec records never wait), the module lock (only ever tried), the
  *     writer lock (taken by the writer thread, exec and fork, never inside
  *     a malloc-family hook).
+ *   - attach.c's patch lock (an attached process): taken last, inside a
+ *     module scan, held across no call that waits.
  *   - the loader's (dlsym, dladdr, dl_iterate_phdr, dlopen RTLD_NOLOAD):
  *     recursive, so a hook running inside dlopen or inside the program's
  *     dl_iterate_phdr callback takes them again; called with no wsprof
@@ -171,6 +175,8 @@ struct wsp_config {
 	unsigned sample_seed; /* WSPROF_SAMPLE_SEED: fixes the sampling gaps (tests); 0: from the clock */
 	bool python;          /* WSPROF_PYTHON: record Python frames of a CPython 3.11+ (default 1) */
 	bool python_objects;  /* WSPROF_PYTHON_OBJECTS: each small Python object a pool block (default 0) */
+	bool start_paused;    /* WSPROF_START=paused: recording starts off (core/recording.c) */
+	int toggle_signal;    /* WSPROF_TOGGLE_SIGNAL: the signal that toggles recording; 0 none */
 };
 
 /* What the access sampler has (WSPROF_SOURCE_* of include/wsprof/trace.h)

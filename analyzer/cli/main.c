@@ -86,6 +86,7 @@ static int take_stacks_option(int *argc, char **argv)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: wsprof record [OPTIONS] [--] PROGRAM [ARGS...]\n"
+		     "       wsprof attach [-o FILE] [--duration SECONDS] PID   (record a running process from now)\n"
 		     "       wsprof report TRACE -o report.pdf|.svg|.png   (everything, in one document)\n"
 		     "       wsprof report REPORT [OPTIONS] TRACE\n"
 		     "       wsprof export --perfetto -o trace.json TRACE   (for ui.perfetto.dev, chrome://tracing)\n"
@@ -127,6 +128,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return wsp_cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "attach"))
+		return wsp_cmd_attach(argc - 1, argv + 1);
 	bool stacks = !strcmp(argv[1], "report") || !strcmp(argv[1], "export") || !strcmp(argv[1], "diff") ||
 		      !strcmp(argv[1], "check");
 	if (stacks && take_stacks_option(&argc, argv))

@@ -65,7 +65,8 @@ static void pass_signals_on(void)
 static void usage(FILE *out)
 {
 	fputs("usage: wsprof record [-o FILE] [--no-follow] [--follow PATTERN]... [--stack-depth N] [--flush-ms N]\n"
-	      "                     [--sample-bytes N] [--python-objects] [--no-python] [--] PROGRAM [ARGS...]\n"
+	      "                     [--sample-bytes N] [--python-objects] [--no-python] [--paused]\n"
+	      "                     [--toggle-signal SIG] [--] PROGRAM [ARGS...]\n"
 	      "  -o, --output FILE   trace file (default wsprof.PROGRAM.PID.wsp; %p = pid, %e = program name,\n"
 	      "                      %r = rank in a parallel job, p and the pid without one)\n"
 	      "      --no-follow     do not trace forked children and exec'd programs (WSPROF_FOLLOW=0)\n"
@@ -84,6 +85,12 @@ static void usage(FILE *out)
 	      "                      cost for every object made (WSPROF_PYTHON_OBJECTS=1)\n"
 	      "      --no-python     record native stacks only, without the Python frames of a CPython\n"
 	      "                      3.11+ program (WSPROF_PYTHON=0)\n"
+	      "      --paused        start with recording off: no allocation is recorded until the\n"
+	      "                      program calls wsprof_start() (include/wsprof.h) or gets the toggle\n"
+	      "                      signal; frees are always recorded (WSPROF_START=paused)\n"
+	      "      --toggle-signal SIG  the signal SIG (USR2, SIGUSR2 or a number) turns recording on and\n"
+	      "                      off; it is wsprof's then, the program's own handler for it is not\n"
+	      "                      installed (WSPROF_TOGGLE_SIGNAL)\n"
 	      "environment: WSPROF_PRELOAD names the preload library to use instead of the one found\n"
 	      "next to this program. NVTX_INJECTION64_PATH is set to it too, so NVTX memory heaps and\n"
 	      "ranges reach wsprof, unless it is already set (another NVTX tool keeps it).\n"
@@ -122,7 +129,7 @@ bool wsp_find_beside_self(const char *name, const char *build_dir, char out[PATH
 }
 
 /* The preload library: $WSPROF_PRELOAD, the build tree, or the install prefix. */
-static bool find_preload(char out[PATH_MAX])
+bool wsp_find_preload(char out[PATH_MAX])
 {
 	const char *env = getenv("WSPROF_PRELOAD");
 	if (env && *env) {
@@ -313,6 +320,8 @@ int wsp_cmd_record(int argc, char **argv)
 		{ "sample-bytes", required_argument, NULL, 's' },
 		{ "python-objects", no_argument, NULL, 'P' },
 		{ "no-python", no_argument, NULL, 'N' },
+		{ "paused", no_argument, NULL, 'S' },
+		{ "toggle-signal", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -346,6 +355,8 @@ int wsp_cmd_record(int argc, char **argv)
 			break;
 		case 'P': setenv("WSPROF_PYTHON_OBJECTS", "1", 1); break;
 		case 'N': setenv("WSPROF_PYTHON", "0", 1); break;
+		case 'S': setenv("WSPROF_START", "paused", 1); break;
+		case 'T': setenv("WSPROF_TOGGLE_SIGNAL", optarg, 1); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -356,7 +367,7 @@ int wsp_cmd_record(int argc, char **argv)
 		return 2;
 	}
 	char preload[PATH_MAX], prog[PATH_MAX];
-	if (!find_preload(preload))
+	if (!wsp_find_preload(preload))
 		return 1;
 	if (!find_program(argv[optind], prog, sizeof prog)) {
 		fprintf(stderr, "wsprof: cannot run %s: not found or not executable\n", argv[optind]);

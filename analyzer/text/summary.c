@@ -116,6 +116,13 @@ const char *wsp_ending_text(const struct wsp_loaded *l, char *buf, size_t cap)
 				 : "";
 	char sig[32];
 	buf[0] = 0;
+	const struct wsp_recording_switch *sw;
+	size_t nsw = wsp_model_recording(l->model, &sw);
+	if (nsw && sw[nsw - 1].cause == WSPROF_REC_DETACH) {
+		snprintf(buf, cap, "wsprof attach ended at %.3f s and the program went on: \"leaked\" is what was live then",
+			 (double)sw[nsw - 1].time_ns / 1e9);
+		return buf;
+	}
 	if (st->ended_by_exec)
 		snprintf(buf, cap, "by exec of %s", wsp_model_exec(l->model) ? wsp_model_exec(l->model) : "?");
 	else if (!st->complete)
@@ -373,8 +380,8 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	struct wsp_span first;
 	wsp_recorded_spans(l, &first, 1, &attached);
 	if (attached)
-		printf("  attached  at %.3f s by wsprof attach: memory the program allocated before is not in these figures "
-		       "(its frees are untracked frees)\n", (double)first.start_ns / 1e9);
+		printf("  attached  by wsprof attach, the trace's start: memory the program allocated before is not in these "
+		       "figures (its frees are untracked frees)\n");
 	if (*wsp_spans_text(l, spans, sizeof spans))
 		printf("  spans     %s\n", spans);
 	if (p->access_sources) {
@@ -457,8 +464,8 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 		       (double)dev[i].free_min_time_ns / 1e9, wsp_human_bytes(c, sizeof c, dev[i].free_last));
 	uint64_t untracked = wsp_model_untracked_frees(l->model);
 	if (untracked)
-		printf("\n  untracked frees: %s (blocks allocated before tracing began, e.g. inherited across fork)\n",
-		       wsp_group_digits(a, sizeof a, untracked));
+		printf("\n  untracked frees: %s (blocks allocated %s)\n", wsp_group_digits(a, sizeof a, untracked),
+		       attached ? "before the attach" : "before tracing began, e.g. inherited across fork");
 	const uint32_t *kids;
 	size_t n = wsp_model_children(l->model, &kids);
 	if (n) {

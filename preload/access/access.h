@@ -17,6 +17,9 @@ void wsp_sampler_probe(void);
 void wsp_sampler_finish(void);
 /* Start the sampling thread (after the header). */
 void wsp_sampler_start(void);
+/* Wait (at most timeout_ms) until the sampler thread, told to stop by
+ * recording's end, is gone: its stack is reused by the next start. */
+void wsp_sampler_wait_gone(unsigned timeout_ms);
 /* In a forked child, before start: the parent's registrations are not the child's. */
 void wsp_sampler_reset_after_fork(void);
 /* Memory about to be given back (a heap block, an unmapped range): its

@@ -1138,10 +1138,25 @@ static void deadline_add(struct timespec *t, unsigned ms)
 	t->tv_nsec = (long)(ns % 1000000000u);
 }
 
+/* The sampler thread's kernel id while it may run on its stack. */
+static _Atomic pid_t sampler_tid;
+
+void wsp_sampler_wait_gone(unsigned timeout_ms)
+{
+	pid_t tid = atomic_load(&sampler_tid);
+	char task[64];
+	snprintf(task, sizeof task, "/proc/self/task/%d", (int)tid);
+	struct timespec ms = { 0, 1000000 };
+	for (unsigned waited = 0; tid && waited < timeout_ms && access(task, F_OK) == 0; waited++)
+		nanosleep(&ms, NULL);
+	atomic_store(&sampler_tid, 0);
+}
+
 static void *sampler_main(void *arg)
 {
 	(void)arg;
 	wsp_tls.guard = 1; /* nothing this thread does is the program's */
+	atomic_store(&sampler_tid, gettid());
 	dl_iterate_phdr(find_image, NULL);
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);

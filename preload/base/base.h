@@ -37,6 +37,8 @@ extern struct wsp_real wsp_real;
 /* Resolve the real functions once. While dlsym runs, allocations are
  * served from a static pool. */
 void wsp_real_resolve(void);
+/* The same for a library loaded into a running process (attach). */
+void wsp_real_resolve_global(void);
 bool wsp_bootstrap_owns(const void *p);
 void *wsp_bootstrap_alloc(size_t size, size_t align);
 size_t wsp_bootstrap_size(const void *p);

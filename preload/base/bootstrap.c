@@ -53,13 +53,10 @@ size_t wsp_bootstrap_size(const void *p)
 	return n;
 }
 
-#define RESOLVE(name) wsp_real.name = (__typeof__(wsp_real.name))dlsym(RTLD_NEXT, #name)
+#define RESOLVE(name) wsp_real.name = (__typeof__(wsp_real.name))dlsym(scope, #name)
 
-void wsp_real_resolve(void)
+static void resolve_in(void *scope)
 {
-	static _Atomic bool done, resolving;
-	if (atomic_load_explicit(&done, memory_order_acquire) || atomic_exchange(&resolving, true))
-		return; /* done, or dlsym is allocating: the caller falls back to the pool */
 	RESOLVE(free);
 	RESOLVE(malloc);
 	RESOLVE(calloc);
@@ -81,5 +78,22 @@ void wsp_real_resolve(void)
 	RESOLVE(_exit);
 	RESOLVE(malloc_usable_size);
 	RESOLVE(pthread_getattr_np);
+}
+
+void wsp_real_resolve(void)
+{
+	static _Atomic bool done, resolving;
+	if (atomic_load_explicit(&done, memory_order_acquire) || atomic_exchange(&resolving, true))
+		return; /* done, or dlsym is allocating: the caller falls back to the pool */
+	resolve_in(RTLD_NEXT);
 	atomic_store_explicit(&done, true, memory_order_release);
+}
+
+/* Loaded into a running process (life/attach.c), wsprof comes last in the
+ * global scope, where RTLD_NEXT finds nothing: the real functions are the
+ * ones the program's own calls reach. Called before any hook is. */
+void wsp_real_resolve_global(void)
+{
+	wsp_real_resolve();
+	resolve_in(RTLD_DEFAULT);
 }

@@ -13,6 +13,7 @@
 #include "base.h"
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,25 @@ static void output_path(void)
 	snprintf(wsp_cfg.output, cap, "%s", rel);
 }
 
+/* WSPROF_TOGGLE_SIGNAL: a number, or a name with or without "SIG". */
+static int env_signal(const char *name)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return 0;
+	const char *abbrev = strncmp(v, "SIG", 3) == 0 ? v + 3 : v;
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (*end || end == v)
+		for (n = 0; n < NSIG && !(sigabbrev_np((int)n) && strcmp(sigabbrev_np((int)n), abbrev) == 0); n++)
+			;
+	if (n <= 0 || n >= NSIG || n == SIGKILL || n == SIGSTOP) {
+		wsp_warn("ignoring %s=%.64s (expected a signal that can be caught, such as SIGUSR2 or 12)", name, v);
+		return 0;
+	}
+	return (int)n;
+}
+
 void wsp_config_load(void)
 {
 	output_path();
@@ -109,4 +129,9 @@ void wsp_config_load(void)
 	wsp_cfg.sample_seed = env_uint("WSPROF_SAMPLE_SEED", 0, UINT_MAX, 0);
 	wsp_cfg.python = env_uint("WSPROF_PYTHON", 0, 1, 1) != 0;
 	wsp_cfg.python_objects = env_uint("WSPROF_PYTHON_OBJECTS", 0, 1, 0) != 0;
+	const char *start = getenv("WSPROF_START");
+	wsp_cfg.start_paused = start && strcmp(start, "paused") == 0;
+	if (start && *start && !wsp_cfg.start_paused && strcmp(start, "on") != 0)
+		wsp_warn("ignoring WSPROF_START=%.64s (expected paused or on); recording from the start", start);
+	wsp_cfg.toggle_signal = env_signal("WSPROF_TOGGLE_SIGNAL");
 }

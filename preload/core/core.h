@@ -63,6 +63,8 @@ uint64_t wsp_threads_sweep(void);
  * threads that would hold it far back. */
 uint64_t wsp_threads_watermark(void);
 void wsp_events_reset_after_fork(void);
+/* Drop what threads hold or is queued (an attach's new trace). */
+void wsp_events_discard(void);
 void wsp_events_lock_all(void);
 void wsp_events_unlock_all(void);
 
@@ -113,6 +115,35 @@ struct wsp_range {
 void wsp_record_access(unsigned source, uint64_t window_ns, const struct wsp_range *regions, size_t n);
 void wsp_record_rss(uint64_t bytes);
 void wsp_record_exec(const char *path);
+/* RECORDING: allocations are recorded (on) or not from here (recording.c). */
+void wsp_record_recording(bool on, unsigned cause);
+
+/* ---- recording.c ---------------------------------------------------- */
+
+/* Whether allocations (and annotations) are recorded now; frees always
+ * are. Read by the hooks with one relaxed load. */
+extern _Atomic bool wsp_recording;
+/* The toggle signal flipped the switch; its record is not written yet. */
+extern _Atomic bool wsp_recording_signalled;
+static inline bool wsp_recording_on(void)
+{
+	return atomic_load_explicit(&wsp_recording, memory_order_relaxed);
+}
+/* Set the switch and write RECORDING(on, cause) whatever the trace said
+ * before: a trace's first event (a paused start, an attach), its end. */
+void wsp_recording_mark(bool on, unsigned cause);
+/* Turn recording on or off (enum wsprof_recording_cause). @return whether
+ * it changed (and a record was written). Guard held. */
+bool wsp_recording_set(bool on, unsigned cause);
+/* Async-signal-safe: flip the switch; the record follows (catch_up). */
+void wsp_recording_toggle_from_signal(void);
+/* Write the record of a toggle by signal, if one is pending. Guard held. */
+void wsp_recording_catch_up(void);
+static inline void wsp_recording_check_signalled(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&wsp_recording_signalled, memory_order_relaxed), 0))
+		wsp_recording_catch_up();
+}
 
 /* ---- stacks.c ------------------------------------------------------- */
 
@@ -157,7 +188,7 @@ void wsp_modules_init(void);
 /* If the loader's counters moved, record what was loaded and unloaded. */
 void wsp_modules_check(void);
 /* Told of each module as it is recorded (under the module lock), from the
- * first scan on: registered before wsp_modules_init. */
+ * first scan on: registered before wsp_modules_init (two listeners at most). */
 void wsp_modules_on_load(void (*fn)(const struct dl_phdr_info *info, const char *path));
 /* Set for a while after dlopen/dlclose: allocations check the map first. */
 extern _Atomic bool wsp_dl_recent;

@@ -350,6 +350,27 @@ void wsp_events_reset_after_fork(void)
 	pool_made = kept;
 }
 
+/* A finished trace's leftovers: a thread that was inside a hook as the
+ * trace ended may have appended to its buffer after the last sweep. */
+void wsp_events_discard(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (struct wsp_thread *t = threads; t; t = t->next) {
+		spin_lock(&t->lock);
+		struct wsp_buf *b = t->buf;
+		__atomic_store_n(&t->buf, NULL, __ATOMIC_RELEASE);
+		atomic_store(&t->floor, UINT64_MAX);
+		spin_unlock(&t->lock);
+		if (b)
+			wsp_buf_put(b);
+	}
+	pthread_mutex_unlock(&reg_lock);
+	for (struct wsp_buf *b = wsp_buf_dequeue_all(), *next; b; b = next) {
+		next = b->next;
+		wsp_buf_put(b);
+	}
+}
+
 /* ---- appending records ---------------------------------------------- */
 
 static void segment_open(struct wsp_thread *t, struct wsp_buf *b)
@@ -446,6 +467,9 @@ void wsp_events_stack_more(const struct wsp_stack_more *m)
 static void record_with_stack(unsigned type, unsigned kind, unsigned op, const void *addr, size_t size,
 			      const struct wsp_cuda_tag *tag)
 {
+	wsp_recording_check_signalled();
+	if (!wsp_recording_on())
+		return; /* a span not recorded: no unwinding */
 	struct wsp_thread *t = wsp_thread_self();
 	if (!t)
 		return;
@@ -515,6 +539,7 @@ void wsp_record_cuda_fail(unsigned kind, unsigned op, size_t size, const struct 
 static void record_release(unsigned type, unsigned kind, unsigned op, const void *addr, uint64_t size,
 			   const struct wsp_cuda_tag *tag)
 {
+	wsp_recording_check_signalled();
 	struct wsp_thread *t = wsp_thread_self();
 	if (!t)
 		return;
@@ -614,6 +639,11 @@ void wsp_record_rss(uint64_t bytes)
 void wsp_record_device_memory(int device, uint64_t free_bytes, uint64_t total_bytes)
 {
 	record_values(WSP_REC_DEVICE_MEMORY, (const uint64_t[]){ (uint64_t)(device + 1), free_bytes, total_bytes }, 3);
+}
+
+void wsp_record_recording(bool on, unsigned cause)
+{
+	record_values(WSP_REC_RECORDING, (const uint64_t[]){ on, cause }, 2);
 }
 
 void wsp_record_fork(pid_t child)

@@ -53,11 +53,19 @@ _Atomic bool wsp_dl_recent;
 static _Atomic uint64_t dl_call_ns;
 #define DL_WINDOW_NS 100000000u
 
-static void (*on_load)(const struct dl_phdr_info *info, const char *path);
+#define ON_LOAD_MAX 2 /* python.c, attach.c */
+static void (*on_load[ON_LOAD_MAX])(const struct dl_phdr_info *info, const char *path);
 
 void wsp_modules_on_load(void (*fn)(const struct dl_phdr_info *info, const char *path))
 {
-	on_load = fn;
+	for (size_t i = 0; i < ON_LOAD_MAX; i++) {
+		if (on_load[i] == fn)
+			return;
+		if (!on_load[i]) {
+			on_load[i] = fn;
+			return;
+		}
+	}
 }
 
 bool wsp_addr_in_self(uintptr_t ip)
@@ -178,8 +186,8 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	known[nknown++] = (struct known){ info->dlpi_addr, h, true };
 	record_load(info, name);
-	if (on_load)
-		on_load(info, name);
+	for (size_t i = 0; i < ON_LOAD_MAX && on_load[i]; i++)
+		on_load[i](info, name);
 	return 0;
 }
 

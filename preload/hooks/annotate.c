@@ -6,7 +6,9 @@
  *
  * Reentrancy: each call enters wsprof like a hook (guard, errno kept); a
  * call made inside wsprof is dropped. Addresses are recorded as given:
- * the analyzer resolves interior pointers to their blocks.
+ * the analyzer resolves interior pointers to their blocks. While
+ * recording is off (core/recording.c) annotations are dropped, and
+ * wsprof_start()/wsprof_stop() turn it on and off.
  */
 
 #include "hooks.h"
@@ -19,6 +21,8 @@
 
 void wsp_annotate(unsigned ann, uint64_t addr, uint64_t size, uint64_t pool, const char *text)
 {
+	if (!wsp_recording_on())
+		return;
 	int e = errno;
 	if (!wsp_enter())
 		return;
@@ -76,6 +80,18 @@ static void api_phase_push(const char *name) { wsp_annotate(WSPROF_ANN_PHASE_PUS
 static void api_phase_pop(void) { wsp_annotate(WSPROF_ANN_PHASE_POP, 0, 0, 0, NULL); }
 static void api_snapshot(const char *label) { wsp_annotate(WSPROF_ANN_SNAPSHOT, 0, 0, 0, label); }
 
+static void recording_call(bool on)
+{
+	int e = errno;
+	if (!wsp_enter())
+		return;
+	wsp_recording_set(on, WSPROF_REC_CALL);
+	wsp_leave(e);
+}
+
+static void api_start(void) { recording_call(true); }
+static void api_stop(void) { recording_call(false); }
+
 static const wsprof_annotation_api_v1 api = {
 	.size = sizeof api,
 	.name = api_name,
@@ -89,6 +105,8 @@ static const wsprof_annotation_api_v1 api = {
 	.phase_push = api_phase_push,
 	.phase_pop = api_phase_pop,
 	.snapshot = api_snapshot,
+	.start = api_start,
+	.stop = api_stop,
 };
 
 /* The entry include/wsprof.h looks up by name. */

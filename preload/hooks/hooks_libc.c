@@ -9,7 +9,10 @@
  * obtained. errno is preserved across recording. A call made while the
  * thread is already inside wsprof (the guard) passes straight through, as
  * does every call before the real functions are known (served from the
- * bootstrap pool, see bootstrap.c).
+ * bootstrap pool, see bootstrap.c). While recording is off
+ * (core/recording.c) allocations pass through unrecorded; releases are
+ * still recorded (a realloc's old block is a FREE once the call
+ * succeeded, an mremap an UNMAP of the old range).
  *
  * C++ operator new/delete reach these through libstdc++, which calls
  * malloc/free; glibc's own mmaps for large blocks use an internal entry
@@ -82,6 +85,8 @@ static unsigned map_kind(int prot, int flags)
 
 static void note_map(void *p, size_t size, int prot, int flags, uintptr_t caller)
 {
+	if (!wsp_recording_on())
+		return;
 	int e = errno;
 	if (!map_enter(caller))
 		return;
@@ -118,6 +123,8 @@ static __attribute__((noinline)) void record_heap_alloc(unsigned op, void *p, si
  * (before the settings are read, sampling decides after wsp_enter). */
 static inline void note_heap_alloc(unsigned op, void *p, size_t size)
 {
+	if (!wsp_recording_on())
+		return; /* not recorded: not remembered as sampled either */
 	bool decided = p && wsp_cfg.sample_bytes && !wsp_tls.guard;
 	if (!decided || wsp_sample_take(size))
 		record_heap_alloc(op, p, size, decided);
@@ -228,7 +235,7 @@ static void *out_of_pool(void *old, size_t size)
 static void *resize(unsigned op, void *old, size_t size)
 {
 	int e = errno;
-	bool rec = wsp_enter(), old_rec = false, new_rec = false;
+	bool rec = wsp_enter(), old_rec = false, new_rec = false, on = wsp_recording_on();
 	if (rec) {
 		old_rec = wsp_sample_release(old);
 		if (old_rec)
@@ -236,8 +243,9 @@ static void *resize(unsigned op, void *old, size_t size)
 		if (size == 0 && old_rec)
 			wsp_record_free(HEAP, op, old);
 		else if (size != 0) {
-			new_rec = wsp_sample_take(size);
-			if (old_rec)
+			/* While off, the old block's FREE follows the call. */
+			new_rec = on && wsp_sample_take(size);
+			if (old_rec && on)
 				wsp_record_move(HEAP, op, old, 0);
 		}
 		wsp_leave(e);
@@ -430,9 +438,9 @@ WSPROF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags,
 	}
 	/* old_len 0 duplicates a shared mapping: the old one stays. */
 	int e = errno;
-	bool rec = map_enter((uintptr_t)__builtin_return_address(0));
+	bool rec = map_enter((uintptr_t)__builtin_return_address(0)), on = wsp_recording_on();
 	if (rec) {
-		if (old_len) {
+		if (old_len && on) {
 			wsp_sampler_release((uintptr_t)old, old_len);
 			wsp_record_move(MMAP, WSPROF_OP_MREMAP, old, old_len);
 		}
@@ -442,7 +450,10 @@ WSPROF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags,
 	if (rec) {
 		e = errno;
 		if (map_record_enter()) { /* the call was let in above */
-			if (p != MAP_FAILED)
+			if (!on) { /* not recording the new mapping: the old one is gone */
+				if (p != MAP_FAILED && old_len)
+					wsp_record_unmap(old, old_len);
+			} else if (p != MAP_FAILED)
 				wsp_record_alloc(MMAP, WSPROF_OP_MREMAP, p, new_len);
 			else
 				wsp_record_fail(MMAP, WSPROF_OP_MREMAP, new_len);

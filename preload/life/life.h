@@ -17,6 +17,11 @@ void wsp_signals_install(void);
 /* ---- process.c ------------------------------------------------------ */
 
 extern pid_t wsp_pid;            /* pid whose trace this is */
+/* Start recording a process already running (attach.c): a new trace at
+ * output. @return 0, -EBUSY when it records already (or was preloaded). */
+int wsp_process_attach(const char *output);
+/* End it: the trace finished, wsprof's threads gone (with the guard held). */
+void wsp_process_detach(void);
 /* Remove libwsprof from an environment (for not following exec). */
 char **wsp_env_without_preload(char *const envp[]);
 

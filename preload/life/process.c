@@ -86,8 +86,9 @@ static uint64_t clock_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Set up recording for this process image (or forked child). */
-static void start(pid_t parent_traced)
+/* Set up recording for this process image (or forked child), or from
+ * the middle of its life (attached: no signal of the program's taken). */
+static void start(pid_t parent_traced, bool attached)
 {
 	wsp_start_mono = clock_ns(CLOCK_MONOTONIC);
 	wsp_start_real = clock_ns(CLOCK_REALTIME);
@@ -99,13 +100,19 @@ static void start(pid_t parent_traced)
 		return;
 	}
 	atomic_store(&wsp_state, WSP_ACTIVE);
+	if (attached)
+		wsp_recording_mark(true, WSPROF_REC_ATTACH);
+	else if (!wsp_recording_on()) /* WSPROF_START=paused, or a child forked while off */
+		wsp_recording_mark(false, WSPROF_REC_START);
 	wsp_modules_on_load(wsp_python_module); /* a CPython among them: Python frames from then on */
 	wsp_modules_init();
 	wsp_writer_on_flush(wsp_cuda_sample);     /* device memory samples go out with each flush */
+	wsp_writer_on_flush(wsp_recording_catch_up); /* a toggle by signal, while nothing else is recorded */
 	wsp_writer_on_finish(wsp_sampler_finish); /* the sampler's last windows before the footer */
 	wsp_writer_start_thread();
 	wsp_sampler_start();
-	wsp_signals_install();
+	if (!attached)
+		wsp_signals_install();
 }
 
 /* Loaded by the dynamic loader ahead of the program (LD_PRELOAD or
@@ -177,14 +184,61 @@ bool wsp_ready(void)
 		return false;
 	}
 	wsp_config_load();
+	atomic_store(&wsp_recording, !wsp_cfg.start_paused);
 	if (!program_followed()) {
 		atomic_store(&wsp_state, WSP_OFF);
 		return false;
 	}
 	wsp_stacks_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	start(0);
+	start(0, false);
 	return atomic_load(&wsp_state) == WSP_ACTIVE;
+}
+
+/* ---- attach (attach.c) ---------------------------------------------- */
+
+int wsp_process_attach(const char *output)
+{
+	if (is_preloaded())
+		return -EBUSY; /* recording from the start, or told not to */
+	int s = atomic_load(&wsp_state);
+	if ((s != WSP_OFF && s != WSP_UNINIT) || !atomic_compare_exchange_strong(&wsp_state, &s, WSP_STARTING))
+		return -EBUSY;
+	wsp_real_resolve_global();
+	wsp_config_load();
+	if (snprintf(wsp_cfg.output, sizeof wsp_cfg.output, "%s", output) >= (int)sizeof wsp_cfg.output) {
+		atomic_store(&wsp_state, WSP_OFF);
+		return -ENAMETOOLONG;
+	}
+	/* The program's environment has no settings of wsprof record's; a
+	 * child it forks is not followed; written pages are not sampled (the
+	 * sampler would write-protect the program's memory). */
+	wsp_cfg.manifest[0] = wsp_cfg.rescue[0] = wsp_cfg.follow_pattern[0] = 0;
+	wsp_cfg.follow = wsp_cfg.access = wsp_cfg.start_paused = false;
+	wsp_cfg.toggle_signal = 0;
+	static bool once; /* only ever one attach at a time */
+	if (!once) {
+		wsp_stacks_init();
+		pthread_atfork(fork_prepare, fork_parent, fork_child);
+		once = true;
+	} else { /* an earlier attach's trace is finished: start anew */
+		wsp_events_discard();
+		wsp_stacks_reset_after_fork();
+		wsp_modules_reset();
+		wsp_writer_reset_after_fork();
+	}
+	atomic_store(&wsp_ending, WSPROF_END_UNKNOWN);
+	start(0, true);
+	return atomic_load(&wsp_state) == WSP_ACTIVE ? 0 : -EIO;
+}
+
+void wsp_process_detach(void)
+{
+	if (!wsp_writer_finish_from_signal(WSP_FINISH_TIMEOUT_MS) && !wsp_writer_thread_running()) {
+		wsp_sampler_finish();
+		wsp_writer_finish();
+	}
+	wsp_sampler_wait_gone(WSP_FINISH_TIMEOUT_MS);
 }
 
 bool wsp_is_traced_process(void)
@@ -204,6 +258,7 @@ __attribute__((destructor)) static void on_unload(void)
 {
 	wsp_tls.guard++;
 	if (wsp_is_traced_process()) {
+		wsp_recording_catch_up();
 		wsp_sampler_finish();
 		wsp_writer_finish();
 	}
@@ -252,7 +307,7 @@ static void fork_child(void)
 		atomic_store(&wsp_ending, WSPROF_END_UNKNOWN);
 		wsp_sample_unlock_all(); /* the child's frees of inherited sampled blocks stay untracked frees */
 		if (wsp_cfg.follow)
-			start(parent);
+			start(parent, false);
 		else
 			atomic_store(&wsp_state, WSP_OFF);
 	}

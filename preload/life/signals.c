@@ -19,6 +19,12 @@
  * to wsprof). SIGKILL and SIGSTOP cannot be caught: SIGKILL loses at most
  * one flush interval (WSPROF_FLUSH_MS). A stack overflow's SIGSEGV cannot
  * run a handler on the exhausted stack and kills the process as before.
+ *
+ * WSPROF_TOGGLE_SIGNAL names a signal that toggles recording
+ * (core/recording.c): its handler only flips the switch, which is
+ * async-signal-safe. While it is set the signal is wsprof's: the program's
+ * sigaction() and signal() on it succeed, change nothing, and report
+ * SIG_DFL (a program that needs the signal for itself is given another).
  */
 
 #include "life.h"
@@ -79,6 +85,26 @@ static void on_fatal(int sig, siginfo_t *info, void *uctx)
 	errno = saved;
 }
 
+static void on_toggle(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	wsp_recording_toggle_from_signal();
+	errno = saved;
+}
+
+static void install_toggle(int sig)
+{
+	struct sigaction act;
+	memset(&act, 0, sizeof act);
+	act.sa_handler = on_toggle;
+	act.sa_flags = SA_RESTART;
+	sigemptyset(&act.sa_mask);
+	if (real_sigaction(sig, &act, NULL) != 0)
+		wsp_warn("cannot catch the toggle signal %d (%s); recording is not toggled by it", sig,
+			 wsp_strerror(errno));
+}
+
 static int hold(int sig)
 {
 	struct sigaction act;
@@ -96,9 +122,11 @@ void wsp_signals_install(void)
 {
 	if (!resolve())
 		return;
+	if (wsp_cfg.toggle_signal)
+		install_toggle(wsp_cfg.toggle_signal);
 	for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) {
 		struct sigaction old;
-		if (real_sigaction(fatal[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+		if (fatal[i] != wsp_cfg.toggle_signal && real_sigaction(fatal[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
 		    old.sa_handler == SIG_DFL)
 			hold(fatal[i]);
 	}
@@ -116,6 +144,11 @@ WSPROF_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigacti
 	if (!resolve()) {
 		errno = ENOSYS;
 		return -1;
+	}
+	if (sig > 0 && sig == wsp_cfg.toggle_signal && atomic_load(&wsp_state) == WSP_ACTIVE) {
+		if (old) /* wsprof's while WSPROF_TOGGLE_SIGNAL names it */
+			report_default(old);
+		return 0;
 	}
 	if (sig <= 0 || sig >= NSIG || !is_fatal(sig))
 		return real_sigaction(sig, act, old);

@@ -1,0 +1,356 @@
+/*
+ * attach.c - recording a process that is already running: `wsprof attach`
+ * loads libwsprof.so into it (dlopen, from a ptrace'd call) and calls
+ * wsprof_attach_begin(), which starts a trace from that moment.
+ *
+ * A library loaded late interposes nothing, so the program's calls are
+ * redirected here: the GOT slot of every relocation of a hooked function
+ * (the malloc and mmap families, dlopen and dlclose) in every loaded
+ * module is rewritten to the hook, the old value kept; a module loaded
+ * later is patched as the module map records it (wsp_modules_on_load).
+ * libwsprof itself and the libraries it records with (libunwind, libzstd)
+ * are left alone: their calls reach the real allocator, as under
+ * LD_PRELOAD. The hooks call the real functions as RTLD_DEFAULT finds them
+ * (bootstrap.c).
+ *
+ * Recording ends when the control FIFO wsprof attach holds open is
+ * closed (it ended, or died), or at wsprof_attach_end(): RECORDING off
+ * (cause detach), the GOT slots restored, the trace finished with its
+ * footer, wsprof's threads gone; the FIFO is then removed, which tells
+ * wsprof attach the trace is complete. The library stays loaded (a thread
+ * may still be inside a hook; the hooks pass straight through once
+ * recording is off) and a later attach starts a new trace. A program
+ * that exits meanwhile finishes its trace at exit as usual.
+ *
+ * Reentrancy: the patching runs with the guard held, inside a module scan
+ * (the attach's first, or a later one that found a new module, possibly
+ * from a hook): the loader's lock and the module lock held, patch_lock
+ * taken last. The restore takes the loader's lock (dl_iterate_phdr) and
+ * then patch_lock, the same order. patch_lock is held across nothing but
+ * mprotect and wsprof's own page allocation.
+ */
+
+#include "life.h"
+#include "base.h"
+#include "core.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* What is redirected: the hooks of libwsprof.map for memory, and dlopen
+ * and dlclose so that a library loaded meanwhile is patched at once. */
+static const char *const hooked[] = {
+	"malloc", "free", "calloc", "realloc", "reallocarray", "cfree", "posix_memalign", "aligned_alloc",
+	"memalign", "valloc", "pvalloc", "mmap", "mmap64", "munmap", "mremap", "mprotect", "dlopen", "dlclose",
+};
+#define NHOOKED (sizeof hooked / sizeof *hooked)
+static void *hook_of[NHOOKED];
+
+struct patch {
+	void **slot;
+	void *old;
+	uintptr_t module; /* its load bias, to restore only slots still mapped */
+};
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct patch *patches;
+static size_t npatches, patches_cap;
+static _Atomic bool patching; /* between begin and end */
+static uintptr_t self_base;
+
+static int control_fd = -1;
+static char control_path[4096];
+static pthread_t control_thread;
+
+/* The module's own libraries must reach the real allocator untraced. */
+static bool left_alone(const struct dl_phdr_info *info)
+{
+	const char *n = info->dlpi_name ? info->dlpi_name : "";
+	return info->dlpi_addr == self_base || strstr(n, "libwsprof") || strstr(n, "libunwind") ||
+	       strstr(n, "libzstd") || strstr(n, "liblzma") || strstr(n, "ld-linux") || strstr(n, "linux-vdso");
+}
+
+static int hook_index(const char *name)
+{
+	for (size_t i = 0; i < NHOOKED; i++)
+		if (strcmp(hooked[i], name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static bool keep_patch(void **slot, void *old, uintptr_t module)
+{
+	if (npatches == patches_cap) {
+		size_t cap = patches_cap ? patches_cap * 2 : 512;
+		struct patch *p = wsp_pages_alloc(cap * sizeof *p);
+		if (!p)
+			return false;
+		if (patches) {
+			memcpy(p, patches, npatches * sizeof *p);
+			wsp_pages_free(patches, patches_cap * sizeof *p);
+		}
+		patches = p;
+		patches_cap = cap;
+	}
+	patches[npatches++] = (struct patch){ slot, old, module };
+	return true;
+}
+
+/* Write a GOT slot, making its page writable for the moment if it is RELRO. */
+static void write_slot(void **slot, void *value, uintptr_t relro_lo, uintptr_t relro_hi)
+{
+	uintptr_t a = (uintptr_t)slot;
+	bool ro = a >= relro_lo && a < relro_hi;
+	uintptr_t page = a & ~(uintptr_t)4095;
+	if (ro && syscall(SYS_mprotect, page, 4096, PROT_READ | PROT_WRITE) != 0)
+		return;
+	__atomic_store_n(slot, value, __ATOMIC_RELEASE);
+	if (ro)
+		syscall(SYS_mprotect, page, 4096, PROT_READ);
+}
+
+/* The dynamic section's pointers: the loader has made them absolute,
+ * except where it could not (then relative to the load bias). */
+static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) v)
+{
+	return v < info->dlpi_addr ? info->dlpi_addr + v : v;
+}
+
+static void relro_of(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = *hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
+			*lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+			*hi = *lo + info->dlpi_phdr[i].p_memsz;
+		}
+	}
+}
+
+static void patch_relocs(const struct dl_phdr_info *info, const ElfW(Rela) *rel, size_t bytes,
+			 const ElfW(Sym) *symtab, const char *strtab, uintptr_t relro_lo, uintptr_t relro_hi, bool restore)
+{
+	for (size_t i = 0; i < bytes / sizeof *rel; i++) {
+		unsigned type = (unsigned)ELF64_R_TYPE(rel[i].r_info);
+#if defined(__x86_64__)
+		if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+			continue;
+#elif defined(__aarch64__)
+		if (type != R_AARCH64_JUMP_SLOT && type != R_AARCH64_GLOB_DAT)
+			continue;
+#endif
+		int h = hook_index(strtab + symtab[ELF64_R_SYM(rel[i].r_info)].st_name);
+		if (h < 0 || !hook_of[h])
+			continue;
+		void **slot = (void **)(info->dlpi_addr + rel[i].r_offset);
+		void *now = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+		if (restore || now == hook_of[h] || !keep_patch(slot, now, info->dlpi_addr))
+			continue;
+		write_slot(slot, hook_of[h], relro_lo, relro_hi);
+	}
+}
+
+/* Redirect the module's calls of the hooked functions to the hooks. */
+static void patch_module(const struct dl_phdr_info *info)
+{
+	if (left_alone(info))
+		return;
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn)
+		return;
+	const ElfW(Rela) *jmprel = NULL, *rela = NULL;
+	size_t jmprel_bytes = 0, rela_bytes = 0;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		switch (dyn->d_tag) {
+		case DT_JMPREL: jmprel = (const ElfW(Rela) *)dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_PLTRELSZ: jmprel_bytes = dyn->d_un.d_val; break;
+		case DT_RELA: rela = (const ElfW(Rela) *)dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_RELASZ: rela_bytes = dyn->d_un.d_val; break;
+		case DT_SYMTAB: symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_STRTAB: strtab = (const char *)dyn_ptr(info, dyn->d_un.d_ptr); break;
+		default: break;
+		}
+	}
+	if (!symtab || !strtab)
+		return;
+	uintptr_t lo, hi;
+	relro_of(info, &lo, &hi);
+	pthread_mutex_lock(&patch_lock);
+	if (atomic_load(&patching)) {
+		if (jmprel)
+			patch_relocs(info, jmprel, jmprel_bytes, symtab, strtab, lo, hi, false);
+		if (rela)
+			patch_relocs(info, rela, rela_bytes, symtab, strtab, lo, hi, false);
+	}
+	pthread_mutex_unlock(&patch_lock);
+}
+
+static void on_module(const struct dl_phdr_info *info, const char *path)
+{
+	(void)path;
+	if (atomic_load(&patching))
+		patch_module(info);
+}
+
+/* Put back what each slot held, in the modules still loaded. */
+static int restore_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	uintptr_t lo, hi;
+	relro_of(info, &lo, &hi);
+	pthread_mutex_lock(&patch_lock);
+	for (size_t i = 0; i < npatches; i++) {
+		struct patch *p = &patches[i];
+		if (p->slot && p->module == info->dlpi_addr && !left_alone(info)) {
+			write_slot(p->slot, p->old, lo, hi);
+			p->slot = NULL;
+		}
+	}
+	pthread_mutex_unlock(&patch_lock);
+	return 0;
+}
+
+/* The loader's lock, then patch_lock, in that order, as a rescan takes them. */
+static void restore_all(void)
+{
+	pthread_mutex_lock(&patch_lock);
+	atomic_store(&patching, false); /* no module patched from now on */
+	pthread_mutex_unlock(&patch_lock);
+	dl_iterate_phdr(restore_module, NULL);
+	pthread_mutex_lock(&patch_lock);
+	npatches = 0;
+	pthread_mutex_unlock(&patch_lock);
+}
+
+/* The hooks by name in this library (its own scope first: the global
+ * scope would find libc's). */
+static bool find_hooks(void)
+{
+	Dl_info self;
+	if (!dladdr((void *)find_hooks, &self))
+		return false;
+	self_base = (uintptr_t)self.dli_fbase;
+	void *h = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return false;
+	for (size_t i = 0; i < NHOOKED; i++)
+		hook_of[i] = dlsym(h, hooked[i]);
+	dlclose(h);
+	return hook_of[0] != NULL;
+}
+
+/* ---- the end ---------------------------------------------------------- */
+
+static _Atomic bool ending;
+
+static void end_attach(void)
+{
+	if (!atomic_load(&patching) || atomic_exchange(&ending, true))
+		return;
+	if (wsp_is_traced_process()) {
+		wsp_recording_mark(false, WSPROF_REC_DETACH);
+		restore_all();
+		wsp_process_detach();
+	} else {
+		restore_all();
+	}
+	if (control_fd >= 0)
+		close(control_fd);
+	control_fd = -1;
+	if (control_path[0])
+		unlink(control_path); /* wsprof attach's sign that the trace is complete */
+	control_path[0] = 0;
+	atomic_store(&ending, false);
+}
+
+/* Waits for wsprof attach to close its end of the FIFO. */
+static void *control_main(void *arg)
+{
+	(void)arg;
+	wsp_tls.guard = 1;
+	for (;;) {
+		struct pollfd p = { control_fd, POLLIN, 0 };
+		int r = poll(&p, 1, -1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
+			break;
+		char buf[64];
+		if (read(control_fd, buf, sizeof buf) == 0)
+			break;
+	}
+	end_attach();
+	return NULL;
+}
+
+/* ---- the entry points ------------------------------------------------- */
+
+WSPROF_EXPORT int wsprof_attach_begin(const char *output, const char *control)
+{
+	if (!output || !*output)
+		return -EINVAL;
+	int e = errno, err = 0;
+	wsp_tls.guard++;
+	if (atomic_load(&patching) || atomic_load(&ending) || !find_hooks()) {
+		err = atomic_load(&patching) ? -EBUSY : -EAGAIN;
+		goto out;
+	}
+	if (control && *control) {
+		int fd = open(control, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+			goto out;
+		}
+		control_fd = wsp_fd_move_high(fd);
+		snprintf(control_path, sizeof control_path, "%s", control);
+	}
+	atomic_store(&patching, true);
+	wsp_modules_on_load(on_module); /* the first scan patches every module */
+	err = wsp_process_attach(output);
+	if (err) {
+		restore_all();
+	} else if (control_fd >= 0 && wsp_thread_create(&control_thread, NULL, control_main) != 0) {
+		wsp_warn("cannot start the attach control thread; recording ends when the program does");
+	} else if (control_fd >= 0) {
+		pthread_detach(control_thread);
+		pthread_setname_np(control_thread, "wsprof-attach");
+	}
+	if (err && control_fd >= 0) {
+		close(control_fd);
+		control_fd = -1;
+		control_path[0] = 0;
+	}
+out:
+	wsp_tls.guard--;
+	errno = e;
+	return err;
+}
+
+/* For an attach without a control FIFO (with one, closing it ends it). */
+WSPROF_EXPORT int wsprof_attach_end(void)
+{
+	if (!atomic_load(&patching))
+		return -ENOENT;
+	if (control_fd >= 0)
+		return -EBUSY;
+	int e = errno;
+	wsp_tls.guard++;
+	end_attach();
+	wsp_tls.guard--;
+	errno = e;
+	return 0;
+}

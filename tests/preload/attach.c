@@ -1,0 +1,198 @@
+/*
+ * attach.c - recording a process that is already running.
+ *
+ * tests/progs/attach_self does to itself what `wsprof attach` does
+ * (dlopen libwsprof.so, nothing preloaded; wsprof_attach_begin/_end),
+ * twice: each trace counts exactly its span's allocations, from a thread
+ * older than the attach too; malloc reaches the hook during a span and
+ * the C library after it, and wsprof's threads are gone.
+ *
+ * `wsprof attach` itself, on tests/progs/service (60 ticks of 50 ms, not
+ * under wsprof): for --duration 1, about 20 of tick's allocations with
+ * tick in their stack, the frees of older blocks untracked; twice in a
+ * row, two traces; the program's output and exit status unchanged; a
+ * refusal in one line when ptrace is not allowed (a simulated
+ * kernel.yama.ptrace_scope of 3), the program undisturbed, and for a
+ * process that does not exist. These skip
+ * where this machine does not let a process ptrace another.
+ */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wsprof/trace.h"
+
+TestSuite(attach, .fini = wt_cleanup, .timeout = 90);
+
+/* The trace's RECORDING events: the first event says on (attach), the
+ * last of them off (its end). */
+static void expect_attach_span(const char *trace)
+{
+	wsprof_trace *t;
+	int err = wsprof_trace_open(trace, &t);
+	cr_assert_eq(err, 0, "cannot open %s: %s", trace, wsprof_strerror(err));
+	wsprof_event ev;
+	size_t n = 0, events = 0;
+	uint64_t last_on = 1;
+	unsigned last_cause = 0;
+	while ((err = wsprof_trace_next(t, &ev)) > 0) {
+		bool counted = ev.type == WSPROF_EV_ALLOC || ev.type == WSPROF_EV_FREE || ev.type == WSPROF_EV_RECORDING;
+		if (!counted)
+			continue;
+		if (events++ == 0)
+			cr_expect(ev.type == WSPROF_EV_RECORDING && ev.size == 1 && ev.op == WSPROF_REC_ATTACH,
+				  "%s: the first event is RECORDING on (attach)", trace);
+		if (ev.type == WSPROF_EV_RECORDING) {
+			n++;
+			last_on = ev.size;
+			last_cause = ev.op;
+		}
+	}
+	cr_expect_eq(err, 0, "reading %s: %s", trace, wsprof_strerror(err));
+	cr_expect_eq(n, 2, "%s: two RECORDING events, found %zu", trace, n);
+	cr_expect(last_on == 0 && last_cause == WSPROF_REC_DETACH, "%s: the last RECORDING event is off (detach)", trace);
+	wsprof_trace_close(t);
+}
+
+Test(attach, a_process_attaching_itself_twice)
+{
+	const char *dir = wt_test_dir();
+	char *prog = wt_prog("attach_self"), *lib = getenv("WSPROF_PRELOAD");
+	cr_assert(lib, "WSPROF_PRELOAD names libwsprof.so in the tests");
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ prog, dir, lib, NULL });
+	wt_assert_status(&r, 0, "attach_self");
+	for (int i = 1; i <= 2; i++) {
+		char *trace = wt_path(dir, "t%d.wsp", i), *books = wt_path(dir, "expect%d.json", i);
+		struct wt_json *s = wt_summary(trace, NULL), *b = wt_json_load(books);
+		wt_assert_counted(s, b, i == 1 ? "attach_self's first span" : "attach_self's second span");
+		cr_expect_geq(wt_u64(s, "untracked_frees"), 1, "a block allocated before the span, freed in it");
+		expect_attach_span(trace);
+		wt_json_free(s), wt_json_free(b);
+		free(trace), free(books);
+	}
+	char *after = wt_path(dir, "after.json");
+	struct wt_json *a = wt_json_load(after);
+	cr_expect_eq(wt_u64(a, "hooked_during"), 1, "malloc's GOT slot led to wsprof during the span");
+	cr_expect_eq(wt_u64(a, "restored_after"), 1, "malloc's GOT slot is restored after it");
+	cr_expect_eq(wt_u64(a, "threads_after"), wt_u64(a, "threads_before"), "wsprof's threads are gone");
+	wt_json_free(a);
+	free(after), free(prog);
+	wt_result_free(&r);
+}
+
+/* service EXPECT 60 50, not under wsprof. */
+static void start_service(struct wt_proc *p)
+{
+	char *prog = wt_prog("service");
+	int err = wt_spawn(p, (const char *[]){ prog, "-", "60", "50", NULL });
+	free(prog);
+	cr_assert_eq(err, 0, "cannot start service: %s", strerror(-err));
+	struct timespec settle = { 0, 300 * 1000000 };
+	nanosleep(&settle, NULL);
+}
+
+static void expect_service_undisturbed(struct wt_proc *p)
+{
+	struct wt_result r;
+	wt_wait(p, &r);
+	wt_assert_status(&r, 0, "service");
+	cr_expect(strstr(r.out, "ticks 60\n"), "service's output is unchanged: %s", r.out);
+	wt_result_free(&r);
+}
+
+/* wsprof attach --duration 1 -o trace PID; false (the test skipped) where ptrace is not allowed. */
+static bool attach_for_a_second(pid_t pid, const char *trace)
+{
+	char spid[16];
+	snprintf(spid, sizeof spid, "%d", (int)pid);
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ wt_wsprof(), "attach", "--duration", "1", "-o", trace, spid, NULL });
+	bool no_ptrace = r.status == 1 && strstr(r.err, "cannot ptrace");
+	if (!no_ptrace)
+		wt_assert_status(&r, 0, "wsprof attach");
+	wt_result_free(&r);
+	if (no_ptrace)
+		kill(pid, SIGKILL);
+	return !no_ptrace;
+}
+
+/* tick's allocations, about duration / interval of them, sited at tick. */
+static void expect_ticks(const char *trace)
+{
+	struct wt_json *s = wt_summary(trace, NULL);
+	uint64_t n = wt_u64(s, "kinds.heap.allocations");
+	cr_expect(n >= 10 && n <= 30, "%s: about 20 allocations in 1 s of 50 ms ticks, found %llu", trace,
+		  (unsigned long long)n);
+	cr_expect_geq(wt_u64(s, "untracked_frees"), 1, "frees of blocks allocated before the attach are untracked");
+	wt_json_free(s);
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ wt_wsprof(), "report", "callsites", "--json", trace, NULL });
+	wt_assert_status(&r, 0, "wsprof report callsites");
+	char err[256];
+	struct wt_json *c = wt_json_parse(r.out, err, sizeof err);
+	cr_assert(c, "not JSON (%s): %s", err, r.out);
+	cr_expect_str_eq(wt_json_str(c, "sites.0.function"), "tick", "the allocations are tick's");
+	cr_expect_eq(wt_u64(c, "sites.0.allocations"), n);
+	wt_json_free(c);
+	wt_result_free(&r);
+}
+
+Test(attach, wsprof_attach_to_a_running_service)
+{
+	struct wt_proc p;
+	start_service(&p);
+	char *trace = wt_path(wt_test_dir(), "a.wsp");
+	if (!attach_for_a_second(p.pid, trace)) {
+		free(trace);
+		cr_skip_test("this machine does not let a process ptrace another");
+	}
+	expect_ticks(trace);
+	expect_service_undisturbed(&p);
+	free(trace);
+}
+
+Test(attach, twice_in_a_row)
+{
+	struct wt_proc p;
+	start_service(&p);
+	char *first = wt_path(wt_test_dir(), "first.wsp"), *second = wt_path(wt_test_dir(), "second.wsp");
+	if (!attach_for_a_second(p.pid, first)) {
+		free(first), free(second);
+		cr_skip_test("this machine does not let a process ptrace another");
+	}
+	cr_assert(attach_for_a_second(p.pid, second));
+	expect_ticks(first);
+	expect_ticks(second);
+	expect_service_undisturbed(&p);
+	free(first), free(second);
+}
+
+Test(attach, refused_when_ptrace_is_not_allowed)
+{
+	struct wt_proc p;
+	start_service(&p);
+	char *yama = wt_path(wt_test_dir(), "ptrace_scope"), spid[16];
+	wt_write_file(yama, "3\n", 2);
+	snprintf(spid, sizeof spid, "%d", (int)p.pid);
+	setenv("WSPROF_TEST_YAMA_SCOPE_FILE", yama, 1);
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ wt_wsprof(), "attach", spid, NULL });
+	unsetenv("WSPROF_TEST_YAMA_SCOPE_FILE");
+	cr_expect_eq(r.status, 1, "refused with status 1, got %d", r.status);
+	cr_expect_eq(wt_count_lines(r.err), 1, "one line: %s", r.err);
+	cr_expect(strstr(r.err, "ptrace_scope = 3"), "it says why: %s", r.err);
+	wt_result_free(&r);
+	wt_run(&r, (const char *[]){ wt_wsprof(), "attach", "999999999", NULL });
+	cr_expect_eq(r.status, 1, "no such process: refused");
+	cr_expect(strstr(r.err, "no process 999999999") && wt_count_lines(r.err) == 1, "one line: %s", r.err);
+	wt_result_free(&r);
+	expect_service_undisturbed(&p);
+	free(yama);
+}
