@@ -229,9 +229,9 @@ static bool set_number(const char *name, const char *value, unsigned lo, unsigne
 static void report_traces(const char *manifest, pid_t root, bool said_untraced, const char *output, const char *follow)
 {
 	FILE *f = fopen(manifest, "r");
-	char line[PATH_MAX + 32], main_trace[PATH_MAX] = "", first[PATH_MAX] = "";
+	char line[PATH_MAX + 32], main_trace[PATH_MAX] = "", first[PATH_MAX] = "", dir[PATH_MAX] = "";
 	int count = 0, shown = 0;
-	bool root_got_output = false;
+	bool root_got_output = false, one_dir = true;
 	while (f && fgets(line, sizeof line, f)) {
 		line[strcspn(line, "\n")] = 0;
 		char *tab = strchr(line, '\t');
@@ -240,6 +240,13 @@ static void report_traces(const char *manifest, pid_t root, bool said_untraced, 
 		*tab = 0;
 		if (!count++)
 			snprintf(first, sizeof first, "%s", tab + 1);
+		/* The traces' directory, when they share one: a job's reports read it whole. */
+		const char *slash = strrchr(tab + 1, '/');
+		size_t len = slash ? (size_t)(slash - (tab + 1)) : 0;
+		if (count == 1)
+			snprintf(dir, sizeof dir, "%.*s", (int)len, tab + 1);
+		else if (strlen(dir) != len || strncmp(dir, tab + 1, len))
+			one_dir = false;
 		if (atoi(line) == root) {
 			snprintf(main_trace, sizeof main_trace, "%s", tab + 1);
 			root_got_output |= output && strcmp(tab + 1, output) == 0;
@@ -273,6 +280,9 @@ static void report_traces(const char *manifest, pid_t root, bool said_untraced, 
 			"%d process%s did\nwsprof: see one with: wsprof report summary %s\n", (int)root, follow, count,
 			count == 1 ? "" : "es", first);
 	}
+	if (count > 1 && one_dir && dir[0])
+		fprintf(stderr, "wsprof: all %d as one job: wsprof report summary %s (every trace in that directory)\n", count,
+			dir);
 }
 
 /* Whether FILE, already there, is one of many processes' started at once:

@@ -256,7 +256,12 @@ Test(job, the_tree_of_a_shell_script)
 	char text[8192];
 	snprintf(text, sizeof text, "#!/bin/sh\n%s - 2 1\n( %s - 3 1 )\n%s - 1 1 &\nwait\n", prog, prog, prog);
 	cr_assert_eq(wt_write_file(script, text, strlen(text)), 0);
-	free(wt_wsprof_ok((const char *[]){ "record", "-o", trace, "--", "/bin/sh", script, NULL }, 0));
+	struct wt_result rec = wt_wsprof_run((const char *[]){ "record", "-o", trace, "--", "/bin/sh", script, NULL });
+	wt_assert_status(&rec, 0, "wsprof record of a shell script");
+	char says[4200];
+	snprintf(says, sizeof says, "as one job: wsprof report summary %s (every trace in that directory)", dir);
+	cr_expect(strstr(rec.err, says), "record points at the job: %s", rec.err);
+	wt_result_free(&rec);
 	struct wt_json *s = wt_json_text(wt_wsprof_ok((const char *[]){ "report", "summary", "--json", dir, NULL }, 0));
 	const struct wt_json *p = items(s, "processes");
 	size_t root = p->count, services = 0;
