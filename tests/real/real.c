@@ -119,7 +119,8 @@ static char *split_wsprof_lines(const char *err, size_t *named)
 			(*named)++;
 		} else if (sscanf(line, "wsprof: ... and %lu more traces of", &more) == 1) {
 			*named += more;
-		} else if (!starts_with(line, "wsprof: see it with: ") && !is_finishing_line(line)) {
+		} else if (!starts_with(line, "wsprof: see it with: ") && !is_finishing_line(line) &&
+			   !(starts_with(line, "wsprof: all ") && strstr(line, " as one job: wsprof report summary "))) {
 			break;
 		}
 		text[start] = 0;
