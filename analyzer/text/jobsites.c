@@ -2,8 +2,10 @@
  * jobsites.c - `wsprof report callsites` and `leaks` of a job: the sites
  * (or whole stacks) of every process merged by their symbolized text, as
  * pprof merges profiles, each with the sum of its figures and how many
- * processes it appears in. Each reader keeps, of its trace, only the rows'
- * texts and figures; the merge sorts them all by text.
+ * processes it appears in. Each reader adds its trace's rows (texts and
+ * figures) to the job's under a lock, and the job's are merged by text
+ * whenever they have doubled: memory follows the distinct sites of the
+ * job, not the number of its processes.
  */
 #include "analyzer.h"
 #include "job.h"
@@ -11,6 +13,7 @@
 
 #include "grow.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +23,6 @@ struct jrow {
 	char *key;   /* the site's label, or the stack's frames, one a line */
 	struct wsp_site_stats sum;
 	size_t procs;
-	const char *first_proc; /* a trace it is in (the job's string) */
 };
 
 struct jrows {
@@ -31,7 +33,10 @@ struct jrows {
 struct gather {
 	unsigned kind;
 	const char *sort;
-	bool by_stack;    /* a row per whole stack (leaks, --full-stacks) */
+	bool by_stack;       /* a row per whole stack (leaks, --full-stacks) */
+	pthread_mutex_t lock;
+	struct jrows all;    /* every process's rows so far */
+	size_t merged;       /* all.v[0, merged) is merged by text */
 };
 
 /* The stack's frames as text, one a line ("at f (x.c:3)"). NULL without memory. */
@@ -87,20 +92,67 @@ static void add_stack_row(const struct wsp_site_stats *s, void *arg)
 	sr->out->v[sr->out->n++] = (struct jrow){ .key = key, .sum = *s, .procs = 1 };
 }
 
+static void free_rows(struct jrows *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->v[i].key);
+	free(r->v);
+	*r = (struct jrows){ 0 };
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	return strcmp(((const struct jrow *)a)->key, ((const struct jrow *)b)->key);
+}
+
+/* Rows of one text become one: figures added, processes counted. */
+static void merge_by_text(struct jrows *r)
+{
+	qsort(r->v, r->n, sizeof *r->v, cmp_key);
+	size_t n = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		if (n && !strcmp(r->v[n - 1].key, r->v[i].key)) {
+			add_stats(&r->v[n - 1].sum, &r->v[i].sum);
+			r->v[n - 1].procs += r->v[i].procs;
+			free(r->v[i].key);
+			continue;
+		}
+		r->v[n++] = r->v[i];
+	}
+	r->n = n;
+}
+
+/* A process's rows into the job's (the keys move). @return 0 or -1. */
+static int hand_over(struct gather *g, struct jrows *rows)
+{
+	pthread_mutex_lock(&g->lock);
+	int err = wsp_grow(&g->all.v, &g->all.cap, g->all.n + rows->n, sizeof *g->all.v);
+	if (!err) {
+		memcpy(g->all.v + g->all.n, rows->v, rows->n * sizeof *rows->v);
+		g->all.n += rows->n;
+		rows->n = 0;
+		if (g->all.n > 2 * g->merged + 4096) {
+			merge_by_text(&g->all);
+			g->merged = g->all.n;
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+	free_rows(rows);
+	return err ? -1 : 0;
+}
+
 /* On a reader's thread: the rows of one process. */
 static int visit(struct wsp_job_proc *p, struct wsp_loaded *l, void *ctx)
 {
-	const struct gather *g = ctx;
-	struct jrows *rows = calloc(1, sizeof *rows);
-	if (!rows)
-		goto oom;
-	p->extra = rows;
+	struct gather *g = ctx;
+	struct jrows local = { 0 }, *rows = &local;
+	(void)p;
 	if (g->by_stack) {
 		struct stack_rows sr = { l, g->kind, rows, 0 };
 		wsp_model_each_site(l->model, add_stack_row, &sr);
 		if (sr.err)
 			goto oom;
-		return 0;
+		return hand_over(g, rows) ? (fprintf(stderr, "wsprof: out of memory\n"), -1) : 0;
 	}
 	struct wsp_site_row *site;
 	size_t n;
@@ -116,26 +168,13 @@ static int visit(struct wsp_job_proc *p, struct wsp_loaded *l, void *ctx)
 			break;
 	}
 	free(site);
-	if (!rows->v || rows->n < n || (n && !rows->v[n - 1].key))
+	if (!rows->v || rows->n < n || (n && !rows->v[n - 1].key) || hand_over(g, rows))
 		goto oom;
 	return 0;
 oom:
+	free_rows(rows);
 	fprintf(stderr, "wsprof: out of memory\n");
 	return -1;
-}
-
-static void free_rows(void *extra)
-{
-	struct jrows *r = extra;
-	for (size_t i = 0; i < r->n; i++)
-		free(r->v[i].key);
-	free(r->v);
-	free(r);
-}
-
-static int cmp_key(const void *a, const void *b)
-{
-	return strcmp(((const struct jrow *)a)->key, ((const struct jrow *)b)->key);
 }
 
 static int cmp_figure(const void *a, const void *b, void *arg)
@@ -148,42 +187,6 @@ static int cmp_figure(const void *a, const void *b, void *arg)
 	if (x->sum.bytes != y->sum.bytes)
 		return x->sum.bytes > y->sum.bytes ? -1 : 1;
 	return strcmp(x->key, y->key);
-}
-
-/* Every process's rows, merged by text and sorted by figure. The keys
- * move into the result. @return 0 or -1 (out of memory). */
-static int merge(struct wsp_job *job, enum wsp_site_figure figure, struct jrows *out)
-{
-	*out = (struct jrows){ 0 };
-	size_t total = 0;
-	for (size_t i = 0; i < job->n; i++)
-		total += job->procs[i].extra ? ((struct jrows *)job->procs[i].extra)->n : 0;
-	struct jrow *all = malloc((total ? total : 1) * sizeof *all);
-	if (!all)
-		return -1;
-	size_t k = 0;
-	for (size_t i = 0; i < job->n; i++) {
-		struct jrows *r = job->procs[i].extra;
-		for (size_t j = 0; r && j < r->n; j++) {
-			all[k] = r->v[j];
-			all[k++].first_proc = job->procs[i].path;
-			r->v[j].key = NULL;
-		}
-	}
-	qsort(all, k, sizeof *all, cmp_key);
-	size_t n = 0;
-	for (size_t i = 0; i < k; i++) {
-		if (n && !strcmp(all[n - 1].key, all[i].key)) {
-			add_stats(&all[n - 1].sum, &all[i].sum);
-			all[n - 1].procs++;
-			free(all[i].key);
-			continue;
-		}
-		all[n++] = all[i];
-	}
-	qsort_r(all, n, sizeof *all, cmp_figure, &figure);
-	*out = (struct jrows){ all, n, k };
-	return 0;
 }
 
 /* ---- Output -------------------------------------------------------------- */
@@ -315,22 +318,17 @@ int wsp_job_sites(char *const *paths, size_t n, const struct wsp_job_report *o)
 	for (size_t i = 0; i < sizeof sorts / sizeof *sorts; i++)
 		if (!strcmp(o->sort, sorts[i].name))
 			figure = sorts[i].figure;
-	struct gather g = { o->kind, o->sort, o->by_stack };
+	struct gather g = { .kind = o->kind, .sort = o->sort, .by_stack = o->by_stack, .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct wsp_model_options mo = { .per_stack = true };
 	struct wsp_job job;
-	if (wsp_job_load(paths, n, &mo, true, visit, &g, &job))
+	if (wsp_job_load(paths, n, &mo, true, visit, &g, &job)) {
+		free_rows(&g.all);
 		return 1;
-	struct jrows rows;
-	int rc = 0;
-	if (merge(&job, figure, &rows)) {
-		fprintf(stderr, "wsprof: out of memory\n");
-		rc = 1;
-	} else {
-		print_job(&job, &rows, o);
-		for (size_t i = 0; i < rows.n; i++)
-			free(rows.v[i].key);
-		free(rows.v);
 	}
-	wsp_job_free(&job, free_rows);
-	return rc;
+	merge_by_text(&g.all);
+	qsort_r(g.all.v, g.all.n, sizeof *g.all.v, cmp_figure, &figure);
+	print_job(&job, &g.all, o);
+	free_rows(&g.all);
+	wsp_job_free(&job, NULL);
+	return 0;
 }
