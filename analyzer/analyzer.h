@@ -51,6 +51,9 @@ int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols
  * (the readers of a job's traces, side by side). */
 void wsp_load_set_quiet(bool quiet);
 void wsp_loaded_free(struct wsp_loaded *l);
+/* One event read from l->trace into its model, its stack bound to the
+ * modules loaded now when l has symbols. @return 0 or a negative error. */
+int wsp_loaded_apply(struct wsp_loaded *l, const wsprof_event *ev);
 /* The same, stopping after the event numbered stop_seq, or before the
  * first event later than stop_time_ns (UINT64_MAX: no stop). */
 int wsp_load_until(const char *path, const struct wsp_model_options *opt, bool symbols, uint64_t stop_seq,

@@ -105,6 +105,13 @@ struct wsp_loaded;
  * @return 0, or -1 after a one-line error (out of memory). */
 int wsp_flame_draw(struct wsp_doc *doc, const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric);
 
+/* Write a built graph to output (- or NULL: stdout): folded text when
+ * folded, else a PDF or PNG page for FILE.pdf or FILE.png, else the SVG;
+ * "wsprof: wrote FILE" or a one-line error on stderr. @return the exit
+ * status. */
+int wsp_flame_write(const struct wsp_flame *f, const struct wsp_flame_svg_options *opt, const char *output,
+		    bool folded);
+
 /* Add one kind's call stacks of a loaded trace to f, each frame a box
  * (a native frame its function, a Python frame its line), valued by the
  * metric: as drawn values, or as the base of a differential graph.

@@ -202,10 +202,8 @@ static int flame_option(void *ctx, int val, const char *arg)
 	return 0;
 }
 
-/* Write a built graph to output (- or NULL: stdout): folded text, an SVG,
- * or a PDF or PNG page. @return the exit status. */
-static int write_flame(const struct wsp_flame *flame, const struct wsp_flame_svg_options *so, const char *output,
-		       bool folded)
+int wsp_flame_write(const struct wsp_flame *flame, const struct wsp_flame_svg_options *so, const char *output,
+		    bool folded)
 {
 	if (!folded && page_output(output)) {
 		struct wsp_doc *doc = wsp_doc_open(output, false);
@@ -275,7 +273,7 @@ static int flame_job(const struct wsp_cli *cli, unsigned kind, enum wsp_flame_me
 		 jf.estimated ? "; sampled traces' figures are estimates" : "");
 	struct wsp_flame_svg_options so = { .title = title, .subtitle = subtitle,
 					    .unit = metric == WSP_FLAME_ALLOCATIONS ? "allocations" : "bytes" };
-	int rc = write_flame(jf.flame, &so, cli->out, folded);
+	int rc = wsp_flame_write(jf.flame, &so, cli->out, folded);
 	wsp_flame_free(jf.flame);
 	wsp_job_free(&job, NULL);
 	return rc;
@@ -336,7 +334,7 @@ int wsp_cmd_flame(int argc, char **argv)
 				fprintf(stderr, "wsprof: %s\n", sampled);
 			struct wsp_flame_svg_options so = { .title = title, .subtitle = subtitle,
 							    .unit = metric == WSP_FLAME_ALLOCATIONS ? "allocations" : "bytes" };
-			rc = write_flame(flame, &so, output, folded);
+			rc = wsp_flame_write(flame, &so, output, folded);
 			wsp_flame_free(flame);
 		}
 	}

@@ -548,6 +548,12 @@ static uint64_t job_start(const struct wsp_job *job)
 	return start;
 }
 
+/* Where a process's clock starts on the job's, in seconds. */
+static double job_offset_s(const struct wsp_job_proc *p, uint64_t start)
+{
+	return (double)(p->start_realtime_ns - start) / 1e9;
+}
+
 static void job_draw(struct wsp_doc *doc, const struct wsp_job *job, unsigned kind, const char *first, size_t ntraces)
 {
 	cairo_t *cr = wsp_doc_page(doc);
@@ -565,7 +571,7 @@ static void job_draw(struct wsp_doc *doc, const struct wsp_job *job, unsigned ki
 		if (!job_drawn(p))
 			continue;
 		const struct job_line *jl = p->extra;
-		double off = (double)(p->start_realtime_ns - start) / 1e9, e = off + (double)p->duration_ns / 1e9;
+		double off = job_offset_s(p, start), e = off + (double)p->duration_ns / 1e9;
 		end = e > end ? e : end;
 		ymax = (double)jl->peak > ymax ? (double)jl->peak : ymax;
 		ymax = line_max(&jl->live) > ymax ? line_max(&jl->live) : ymax;
@@ -584,7 +590,7 @@ static void job_draw(struct wsp_doc *doc, const struct wsp_job *job, unsigned ki
 		if (!job_drawn(p))
 			continue;
 		const struct job_line *jl = p->extra;
-		double off = (double)(p->start_realtime_ns - start) / 1e9;
+		double off = job_offset_s(p, start);
 		double *xs = malloc((jl->live.n ? jl->live.n : 1) * sizeof *xs);
 		if (!xs)
 			break;

@@ -173,10 +173,7 @@ static int load(const char *path, const struct wsp_model_options *opt, bool symb
 		}
 		if (ev.time_ns > stop_time_ns)
 			break;
-		err = wsp_model_apply(out->model, out->trace, &ev);
-		/* Bind addresses to the modules loaded now: a library may be gone at the end. */
-		if (!err && out->syms && (ev.type == WSPROF_EV_ALLOC || ev.type == WSPROF_EV_FAIL))
-			err = wsp_syms_note_stack(out->syms, out->trace, ev.stack);
+		err = wsp_loaded_apply(out, &ev);
 		if (!err && fl.left)
 			err = follow_event(&fl, out->trace, &ev);
 		if (err < 0 || ev.seq == stop_seq)
@@ -206,6 +203,15 @@ static int load(const char *path, const struct wsp_model_options *opt, bool symb
 		fprintf(stderr, "wsprof: warning: %s: %s after %llu chunks; this report covers what came before\n",
 			path, wsprof_strerror(out->status.error), (unsigned long long)out->status.chunks);
 	return 0;
+}
+
+int wsp_loaded_apply(struct wsp_loaded *l, const wsprof_event *ev)
+{
+	int err = wsp_model_apply(l->model, l->trace, ev);
+	/* Bind addresses to the modules loaded now: a library may be gone at the end. */
+	if (!err && l->syms && (ev->type == WSPROF_EV_ALLOC || ev->type == WSPROF_EV_FAIL))
+		err = wsp_syms_note_stack(l->syms, l->trace, ev->stack);
+	return err;
 }
 
 void wsp_loaded_free(struct wsp_loaded *l)

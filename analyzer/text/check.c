@@ -216,6 +216,13 @@ static size_t sites_behind(const struct verdict *v, struct wsp_loaded *l, struct
 
 /* ---- Output -------------------------------------------------------------- */
 
+#define SITES_MAX 1000 /* --top 0 (all) shows at most this many sites a budget */
+
+static size_t sites_wanted(const struct options *o)
+{
+	return o->top < SITES_MAX ? o->top : SITES_MAX;
+}
+
 /* "heap peak 8.00 MiB" and what it is held against. */
 static void text_verdict(const struct verdict *v, const struct wsp_loaded *l, const char *baseline)
 {
@@ -247,12 +254,12 @@ static void print_text(const struct verdict *v, size_t n, struct wsp_loaded *l, 
 {
 	const wsprof_process *p = wsprof_trace_process(l->trace);
 	printf("wsprof check of %s (%s)\n", l->path, p->cmdline[0] ? p->cmdline : p->exe);
-	struct site_line *lines = malloc((o->top < 1000 ? o->top : 1000) * sizeof *lines + 1);
+	struct site_line *lines = malloc(sites_wanted(o) * sizeof *lines + 1);
 	for (size_t i = 0; i < n; i++) {
 		text_verdict(&v[i], l, o->baseline);
 		if (!v[i].exceeded || !lines)
 			continue;
-		size_t k = sites_behind(&v[i], l, base, lines, o->top < 1000 ? o->top : 1000);
+		size_t k = sites_behind(&v[i], l, base, lines, sites_wanted(o));
 		for (size_t s = 0; s < k; s++) {
 			char a[32], amount[40];
 			if (v[i].b->type == MAX_GROWTH)
@@ -281,7 +288,7 @@ static void print_json(const struct verdict *v, size_t n, struct wsp_loaded *l, 
 	wsp_json_bool(&j, "passed", !exceeded);
 	wsp_json_uint(&j, "exceeded", exceeded);
 	wsp_json_begin_array(&j, "budgets");
-	struct site_line *lines = malloc((o->top < 1000 ? o->top : 1000) * sizeof *lines + 1);
+	struct site_line *lines = malloc(sites_wanted(o) * sizeof *lines + 1);
 	for (size_t i = 0; i < n; i++) {
 		const struct budget *b = v[i].b;
 		wsp_json_begin_object(&j, NULL);
@@ -298,7 +305,7 @@ static void print_json(const struct verdict *v, size_t n, struct wsp_loaded *l, 
 		wsp_json_uint(&j, "bytes", v[i].value);
 		wsp_json_bool(&j, "exceeded", v[i].exceeded);
 		wsp_json_begin_array(&j, "sites");
-		size_t k = v[i].exceeded && lines ? sites_behind(&v[i], l, base, lines, o->top < 1000 ? o->top : 1000) : 0;
+		size_t k = v[i].exceeded && lines ? sites_behind(&v[i], l, base, lines, sites_wanted(o)) : 0;
 		for (size_t s = 0; s < k; s++) {
 			wsp_json_begin_object(&j, NULL);
 			wsp_json_string(&j, "label", lines[s].label);

@@ -9,8 +9,6 @@
 #include "analyzer.h"
 #include "flame.h"
 #include "json.h"
-#include "plot.h"
-#include "views.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -477,23 +475,7 @@ static int write_flame(const struct runs *r, enum figure fig, const char *path)
 		 "only in the base have no width", amount(tn, sizeof tn, now, bytes), amount(tb, sizeof tb, base, bytes),
 		 signed_amount(tc, sizeof tc, change(base, now), bytes));
 	struct wsp_flame_svg_options so = { .title = title, .subtitle = subtitle, .unit = bytes ? "bytes" : "allocations" };
-	const char *dot = strrchr(path, '.');
-	int rc = 0;
-	if (dot && (!strcasecmp(dot, ".pdf") || !strcasecmp(dot, ".png"))) {
-		struct wsp_doc *doc = wsp_doc_open(path, false);
-		rc = wsp_doc_finish(doc, doc && wsp_flame_draw_page(f, &so, wsp_doc_page(doc)) == 0);
-	} else {
-		FILE *out = fopen(path, "we");
-		err = out ? wsp_flame_write_svg(f, &so, out) : -errno;
-		if (out && fclose(out) && !err)
-			err = -errno;
-		if (err) {
-			fprintf(stderr, "wsprof: cannot write %s: %s\n", path, strerror(-err));
-			rc = 1;
-		} else {
-			fprintf(stderr, "wsprof: wrote %s\n", path);
-		}
-	}
+	int rc = wsp_flame_write(f, &so, path, false);
 	wsp_flame_free(f);
 	return rc;
 }

@@ -142,9 +142,7 @@ static int read_more(struct follow *f)
 	wsprof_event ev;
 	int r;
 	while ((r = wsprof_trace_next(f->l.trace, &ev)) > 0) {
-		if (wsp_model_apply(f->l.model, f->l.trace, &ev) < 0 ||
-		    ((ev.type == WSPROF_EV_ALLOC || ev.type == WSPROF_EV_FAIL) && f->l.syms &&
-		     wsp_syms_note_stack(f->l.syms, f->l.trace, ev.stack) < 0)) {
+		if (wsp_loaded_apply(&f->l, &ev) < 0) {
 			fprintf(stderr, "wsprof: out of memory\n");
 			return 1;
 		}
