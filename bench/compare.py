@@ -4,7 +4,7 @@
     bench/compare.py [--build DIR] [--runs R] [--only NAME,...] [--output FILE]
                      [--no-heaptrack] [--no-install] [--tiny]
 
-Runs the workloads of bench/ (deep with 1, 2 and 4 threads, mix, annotated,
+Runs the workloads of bench/ (deep with 1, 2 and 4 threads, churn, mix, annotated,
 cudaheavy) plain, under `wsprof record`, under `wsprof record --sample-bytes
 524288` (heap sampling, "wsprof sampled") and under `heaptrack`, alternating
 the order, R times each (default 5), then analyzes one trace of each with
@@ -481,7 +481,7 @@ bench/python_cost.sh build 5 5                 # what Python frames cost against
 bench/short_procs.sh build 200 5               # what a short process costs: plain, traced, --follow matching none
 ```
 
-The workloads are `bench/deep.c`, `bench/mix.c`, `bench/annotated.c` and `bench/cudaheavy.c`
+The workloads are `bench/deep.c`, `bench/churn.c`, `bench/mix.c`, `bench/annotated.c` and `bench/cudaheavy.c`
 (see bench/README.md); cudaheavy runs against the test driver `build/tests/cuda/libcuda.so.1`.
 """
 
