@@ -169,5 +169,16 @@ Test(top, a_trace_that_is_not_there)
 	cr_expect(strstr(r.err, "none.wsp: No such file or directory"), "%s", r.err);
 	cr_expect_eq(wt_count_lines(r.err), 1);
 	wt_result_free(&r);
+	static const struct {
+		const char *option, *value, *says;
+	} bad[] = { { "--interval", "0", "--interval wants seconds between 0.05 and 3600, not '0'" },
+		    { "--top", "-1", "--top wants a whole number up to 1000, not '-1'" } };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		const char *args[] = { wt_wsprof(), "top", bad[i].option, bad[i].value, trace, NULL };
+		cr_assert_eq(wt_run(&r, args), 0);
+		wt_assert_status(&r, 2, bad[i].says);
+		cr_expect(strstr(r.err, bad[i].says), "%s", r.err);
+		wt_result_free(&r);
+	}
 	free(trace);
 }
