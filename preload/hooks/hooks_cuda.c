@@ -25,9 +25,12 @@
  * guard held, like the libc hooks. Calls made inside wsprof (the guard is
  * set) are not recorded. A failed allocation is written out at once, with
  * a sample of the device's free memory, so a program that aborts right
- * after its out-of-memory error leaves the whole history up to it. The
- * launch samples take mutexes of their own (the live blocks, the
- * parameter layouts, the scratch buffers), each for a short search or
+ * after its out-of-memory error leaves the whole history up to it. A
+ * launch takes no lock: it reads the live blocks under their sequence
+ * count and its function's layout from a slot that is published whole;
+ * only allocations and frees (the live blocks), a function's first
+ * launch (its layout) and a kernel with more than 64 words of possible
+ * pointers (a scratch buffer) take mutexes, each for a short search or
  * copy, never across a driver call.
  */
 
@@ -292,31 +295,49 @@ static void watch_stream(unsigned kind, unsigned op, uint64_t addr, CUstream str
  * cuda_managed block the program holds, as the driver handed it out
  * (a cuMemAllocFromPoolAsync block is one block; nothing is known of a
  * program's own sub-allocations in it). A sorted array of wsprof's own
- * pages, searched by binary search under one mutex; at most LIVE_MAX
- * blocks are kept, later ones are not looked up (one warning). */
+ * pages, searched by binary search; at most LIVE_MAX blocks are kept,
+ * later ones are not looked up (one warning).
+ *
+ * Launches only read it, and take no lock for that: the allocations and
+ * frees that change it take a mutex among themselves and make the
+ * sequence count odd while they do (a seqlock); a reader that saw the
+ * count change, or odd, reads again. An array the table outgrew stays
+ * mapped (a reader may still be in it): at most as much again. */
 
 struct live_block {
 	uint64_t start, end;
+};
+
+struct live_array {
+	struct live_array *outgrown; /* kept for readers still in it */
+	size_t cap;
+	struct live_block v[];
 };
 
 #define LIVE_MIN 1024
 #define LIVE_MAX (1u << 20) /* 16 MiB of table */
 
 static struct {
-	pthread_mutex_t lock;
-	struct live_block *v; /* sorted by start, not overlapping */
-	size_t n, cap;
-	bool full;            /* LIVE_MAX was reached once */
+	pthread_mutex_t lock;             /* writers among themselves */
+	_Atomic unsigned seq;             /* odd while a writer changes the blocks */
+	struct live_array *_Atomic a;
+	_Atomic size_t n;
+	bool full;                        /* LIVE_MAX was reached once */
 } live = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* The first block that ends above addr: the one holding addr, if any.
- * Called with live.lock held. */
-static size_t live_first_above(uint64_t addr)
+static uint64_t load_u64(const uint64_t *p)
 {
-	size_t lo = 0, hi = live.n;
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+/* The first of the n blocks of a that ends above addr: the one holding
+ * addr, if any. */
+static size_t live_first_above(const struct live_array *a, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (live.v[mid].end <= addr)
+		if (load_u64(&a->v[mid].end) <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -324,18 +345,35 @@ static size_t live_first_above(uint64_t addr)
 	return lo;
 }
 
-static bool live_grow_locked(void)
+/* Writers: the lock held, between write_begin and write_end. */
+static void write_begin(void)
 {
-	size_t cap = live.cap ? live.cap * 2 : LIVE_MIN;
-	struct live_block *v = cap <= LIVE_MAX ? wsp_pages_alloc(cap * sizeof *v) : NULL;
-	if (!v)
-		return false;
-	if (live.n)
-		memcpy(v, live.v, live.n * sizeof *v);
-	wsp_pages_free(live.v, live.cap * sizeof *live.v);
-	live.v = v;
-	live.cap = cap;
-	return true;
+	pthread_mutex_lock(&live.lock);
+	atomic_store_explicit(&live.seq, atomic_load_explicit(&live.seq, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+static void write_end(void)
+{
+	atomic_store_explicit(&live.seq, atomic_load_explicit(&live.seq, memory_order_relaxed) + 1,
+			      memory_order_release);
+	pthread_mutex_unlock(&live.lock);
+}
+
+static struct live_array *live_grow_locked(struct live_array *a)
+{
+	size_t cap = a ? a->cap * 2 : LIVE_MIN;
+	struct live_array *b = cap <= LIVE_MAX ? wsp_pages_alloc(sizeof *b + cap * sizeof b->v[0]) : NULL;
+	if (!b)
+		return NULL;
+	b->cap = cap;
+	b->outgrown = a;
+	size_t n = atomic_load_explicit(&live.n, memory_order_relaxed);
+	if (n)
+		memcpy(b->v, a->v, n * sizeof b->v[0]);
+	atomic_store_explicit(&live.a, b, memory_order_release);
+	return b;
 }
 
 /* A block the driver handed out. Blocks it overlaps were freed without
@@ -345,19 +383,23 @@ static void live_insert(uint64_t start, uint64_t size)
 	uint64_t end = start + size;
 	if (!size || end < start)
 		return;
-	pthread_mutex_lock(&live.lock);
-	size_t i = live_first_above(start), j = i;
-	while (j < live.n && live.v[j].start < end)
+	write_begin();
+	struct live_array *a = atomic_load_explicit(&live.a, memory_order_relaxed);
+	size_t n = atomic_load_explicit(&live.n, memory_order_relaxed);
+	size_t i = a ? live_first_above(a, n, start) : 0, j = i;
+	while (j < n && a->v[j].start < end)
 		j++;
-	bool room = j > i || live.n < live.cap || live_grow_locked();
+	if (j == i && (!a || n == a->cap))
+		a = live_grow_locked(a);
+	bool room = a != NULL;
 	if (room) {
-		memmove(&live.v[i + 1], &live.v[j], (live.n - j) * sizeof *live.v);
-		live.v[i] = (struct live_block){ start, end };
-		live.n = live.n + 1 - (j - i);
+		memmove(&a->v[i + 1], &a->v[j], (n - j) * sizeof a->v[0]);
+		a->v[i] = (struct live_block){ start, end };
+		atomic_store_explicit(&live.n, n + 1 - (j - i), memory_order_relaxed);
 	}
 	bool warn = !room && !live.full;
 	live.full |= !room;
-	pthread_mutex_unlock(&live.lock);
+	write_end();
 	if (warn)
 		wsp_warn("more than %u live CUDA device blocks: kernel launches will not name the newer ones", LIVE_MAX);
 }
@@ -369,14 +411,18 @@ static void live_insert(uint64_t start, uint64_t size)
 static struct live_block live_take(uint64_t start)
 {
 	struct live_block b = { 0, 0 };
-	pthread_mutex_lock(&live.lock);
-	size_t i = live_first_above(start);
-	if (i < live.n && live.v[i].start == start) {
-		b = live.v[i];
-		memmove(&live.v[i], &live.v[i + 1], (live.n - i - 1) * sizeof *live.v);
-		live.n--;
+	if (!atomic_load_explicit(&live.n, memory_order_relaxed))
+		return b; /* nothing to take: no writer's lock for it */
+	write_begin();
+	struct live_array *a = atomic_load_explicit(&live.a, memory_order_relaxed);
+	size_t n = atomic_load_explicit(&live.n, memory_order_relaxed);
+	size_t i = a ? live_first_above(a, n, start) : 0;
+	if (i < n && a->v[i].start == start) {
+		b = a->v[i];
+		memmove(&a->v[i], &a->v[i + 1], (n - i - 1) * sizeof a->v[0]);
+		atomic_store_explicit(&live.n, n - 1, memory_order_relaxed);
 	}
-	pthread_mutex_unlock(&live.lock);
+	write_end();
 	return b;
 }
 
@@ -388,10 +434,7 @@ static void live_put_back(struct live_block b, CUresult freed)
 
 static bool live_empty(void)
 {
-	pthread_mutex_lock(&live.lock);
-	bool empty = live.n == 0;
-	pthread_mutex_unlock(&live.lock);
-	return empty;
+	return atomic_load_explicit(&live.n, memory_order_relaxed) == 0;
 }
 
 /* An allocation call returned `r`: record the block, or the failure. */
@@ -668,16 +711,25 @@ struct layout {
 	uint32_t nparams;
 	uint32_t last_offset, last_size;  /* of the last parameter */
 	uint32_t nspans;                  /* or LAYOUT_OVERFLOW */
+	uint32_t words;                   /* in all spans */
 	struct span span[LAYOUT_SPANS];
 };
 
 /* Layouts of the functions launched, one slot per hash (a collision
- * replaces the older function): a fixed 200 KiB of wsprof's pages. */
+ * replaces the older function). A launch reads its slot without a lock:
+ * each slot points to a layout that never changes once published; a
+ * layout replaced stays where it is (a reader may still be in it). New
+ * ones come from arenas of LAYOUT_SLOTS layouts (200 KiB of wsprof's
+ * pages), at most LAYOUT_ARENAS of them: past that, launches of
+ * functions not yet remembered read their layouts each time. */
 #define LAYOUT_SLOTS 512
+#define LAYOUT_ARENAS 8
+static struct layout *_Atomic layout_slot[LAYOUT_SLOTS];
 static struct {
-	pthread_mutex_t lock;
-	struct layout *slot;
-	bool failed;
+	pthread_mutex_t lock; /* making a layout, never on a launch of a remembered function */
+	struct layout *arena;
+	size_t used;          /* of the arena */
+	unsigned arenas;
 } layouts = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static size_t layout_hash(CUfunction f)
@@ -707,6 +759,7 @@ static bool layout_read(CUfunction f, struct layout *l)
 			l->nspans = LAYOUT_OVERFLOW;
 		else if (s.words && l->nspans != LAYOUT_OVERFLOW)
 			l->span[l->nspans++] = s;
+		l->words += s.words;
 		l->nparams = i + 1;
 		l->last_offset = (uint32_t)offset;
 		l->last_size = (uint32_t)size;
@@ -727,70 +780,103 @@ static bool layout_current(const struct layout *l)
 			       offset == l->last_offset && size == l->last_size);
 }
 
+/* Publish a copy of l in its slot, if there is room for one. */
+static void layout_keep(size_t h, const struct layout *l)
+{
+	pthread_mutex_lock(&layouts.lock);
+	if ((!layouts.arena || layouts.used == LAYOUT_SLOTS) && layouts.arenas < LAYOUT_ARENAS) {
+		layouts.arena = wsp_pages_alloc(LAYOUT_SLOTS * sizeof *layouts.arena);
+		layouts.used = 0;
+		layouts.arenas += layouts.arena != NULL;
+	}
+	if (layouts.arena && layouts.used < LAYOUT_SLOTS) {
+		struct layout *k = &layouts.arena[layouts.used++];
+		*k = *l;
+		atomic_store_explicit(&layout_slot[h], k, memory_order_release);
+	}
+	pthread_mutex_unlock(&layouts.lock);
+}
+
 static bool layout_get(CUfunction f, struct layout *l)
 {
 	size_t h = layout_hash(f);
-	bool hit = false;
-	pthread_mutex_lock(&layouts.lock);
-	if (!layouts.slot && !layouts.failed) {
-		layouts.slot = wsp_pages_alloc(LAYOUT_SLOTS * sizeof *layouts.slot);
-		layouts.failed = !layouts.slot;
+	const struct layout *k = atomic_load_explicit(&layout_slot[h], memory_order_acquire);
+	if (k && k->f == f) {
+		*l = *k;
+		if (layout_current(l))
+			return true;
 	}
-	if (layouts.slot && layouts.slot[h].f == f) {
-		*l = layouts.slot[h];
-		hit = true;
-	}
-	pthread_mutex_unlock(&layouts.lock);
-	if (hit && layout_current(l))
-		return true;
 	if (!layout_read(f, l))
 		return false;
-	pthread_mutex_lock(&layouts.lock);
-	if (layouts.slot)
-		layouts.slot[h] = *l;
-	pthread_mutex_unlock(&layouts.lock);
+	layout_keep(h, l);
 	return true;
 }
 
-/* Look up the words of one span of param values; append each block hit
- * to r (n so far, room for WORDS_MAX). @return the new n. */
-static size_t span_hits(void **params, struct span s, struct wsp_range *r, size_t n)
+/* Look up the words of one span of param values in the count blocks of
+ * a; append each block hit to r (n so far, room for cap). @return the
+ * new n. */
+static size_t span_lookup(const unsigned char *value, struct span s, const struct live_array *a, size_t count,
+			  struct wsp_range *r, size_t n, size_t cap)
 {
-	const unsigned char *value = params[s.param];
-	pthread_mutex_lock(&live.lock);
-	for (unsigned k = 0; k < s.words && n < WORDS_MAX && live.n; k++) {
+	for (unsigned k = 0; a && count && k < s.words && n < cap; k++) {
 		uint64_t w;
 		memcpy(&w, value + s.at + 8 * k, sizeof w);
-		if (w < live.v[0].start || w >= live.v[live.n - 1].end)
+		if (w < load_u64(&a->v[0].start) || w >= load_u64(&a->v[count - 1].end))
 			continue;
-		size_t i = live_first_above(w);
-		if (i == live.n || live.v[i].start > w)
+		size_t i = live_first_above(a, count, w);
+		if (i == count)
 			continue;
-		if (n && r[n - 1].start == live.v[i].start)
+		uint64_t start = load_u64(&a->v[i].start), end = load_u64(&a->v[i].end);
+		if (start > w || (n && r[n - 1].start == start))
 			continue;
-		r[n++] = (struct wsp_range){ live.v[i].start, live.v[i].end - live.v[i].start };
+		r[n++] = (struct wsp_range){ start, end - start };
 	}
+	return n;
+}
+
+/* The blocks one span of param values points into, appended to r (see
+ * span_lookup). Without a lock: a writer changing the blocks meanwhile
+ * makes the sequence count differ, and the words are looked up again.
+ * A writer may be descheduled while it holds the count odd, so after a
+ * few tries the lookup waits for the writers' lock instead of spinning. */
+#define SEQ_TRIES 16
+static size_t span_hits(void **params, struct span s, struct wsp_range *r, size_t n, size_t cap)
+{
+	const unsigned char *value = params[s.param];
+	for (unsigned tries = 0; tries < SEQ_TRIES; tries++) {
+		unsigned q = atomic_load_explicit(&live.seq, memory_order_acquire);
+		if (q & 1)
+			continue;
+		const struct live_array *a = atomic_load_explicit(&live.a, memory_order_acquire);
+		size_t count = atomic_load_explicit(&live.n, memory_order_relaxed);
+		if (a && count > a->cap)
+			count = a->cap; /* a newer count than the array: the check below fails */
+		size_t m = span_lookup(value, s, a, count, r, n, cap);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&live.seq, memory_order_relaxed) == q)
+			return m;
+	}
+	pthread_mutex_lock(&live.lock);
+	n = span_lookup(value, s, atomic_load_explicit(&live.a, memory_order_relaxed),
+			atomic_load_explicit(&live.n, memory_order_relaxed), r, n, cap);
 	pthread_mutex_unlock(&live.lock);
 	return n;
 }
 
-/* The blocks f's parameters point into, unsorted, into r. */
-static size_t launch_hits(CUfunction f, void **params, struct wsp_range *r)
+/* The blocks l's parameters point into, unsorted, into r (room for cap). */
+static size_t launch_hits(CUfunction f, const struct layout *l, void **params, struct wsp_range *r, size_t cap)
 {
-	struct layout l;
-	if (!layout_get(f, &l))
-		return 0;
 	size_t n = 0;
-	if (l.nspans != LAYOUT_OVERFLOW) {
-		for (uint32_t i = 0; i < l.nspans; i++)
-			n = span_hits(params, l.span[i], r, n);
+	if (l->nspans != LAYOUT_OVERFLOW) {
+		for (uint32_t i = 0; i < l->nspans; i++)
+			n = span_hits(params, l->span[i], r, n, cap);
 		return n;
 	}
 	size_t offset, size;
-	for (uint32_t i = 0; i < l.nparams && drv.func_get_param_info(f, i, &offset, &size) == CUDA_SUCCESS; i++) {
+	for (uint32_t i = 0; i < l->nparams && drv.func_get_param_info(f, i, &offset, &size) == CUDA_SUCCESS; i++) {
 		struct span s = param_span(i, offset, size);
 		if (s.words)
-			n = span_hits(params, s, r, n);
+			n = span_hits(params, s, r, n, cap);
 	}
 	return n;
 }
@@ -834,9 +920,12 @@ static size_t ranges_squeeze(struct wsp_range *r, size_t n, size_t limit)
 	return m;
 }
 
-/* Room for one launch's hits (WORDS_MAX ranges, 64 KiB): too much for a
- * program's stack, so kept on a free list, one per thread launching at
- * the same time. */
+/* Room for one launch's hits: on the program's stack for up to
+ * HITS_ON_STACK words of possible pointers (1 KiB), the usual case;
+ * more (up to WORDS_MAX ranges, 64 KiB) is too much for a program's
+ * stack, so kept on a free list, one per thread launching such a kernel
+ * at the same time, under a lock of its own. */
+#define HITS_ON_STACK 64
 struct hit_buf {
 	struct hit_buf *next;
 	struct wsp_range r[WORDS_MAX];
@@ -862,6 +951,14 @@ static void hit_buf_put(struct hit_buf *b)
 	pthread_mutex_unlock(&hit_bufs_lock);
 }
 
+static void record_hits(CUfunction f, const struct layout *l, void **params, struct wsp_range *r, size_t cap)
+{
+	size_t limit = wsp_cfg.max_regions ? wsp_cfg.max_regions : WORDS_MAX;
+	size_t n = ranges_squeeze(r, launch_hits(f, l, params, r, cap), limit);
+	if (n)
+		wsp_record_access(WSPROF_ACCESS_INFERRED, 0, r, n);
+}
+
 /* A launch of f by the driver function `real` succeeded. */
 static void note_launch(void *real, CUfunction f, void **params)
 {
@@ -871,13 +968,18 @@ static void note_launch(void *real, CUfunction f, void **params)
 	/* drv_ready resolves cuFuncGetParamInfo; before CUDA 12.4 it is not
 	 * there, and nothing is inferred. */
 	drv_ready(real);
-	struct hit_buf *b;
-	if (wsp_cfg.access && drv.func_get_param_info && !live_empty() && (b = hit_buf_get())) {
-		size_t limit = wsp_cfg.max_regions ? wsp_cfg.max_regions : WORDS_MAX;
-		size_t n = ranges_squeeze(b->r, launch_hits(f, params, b->r), limit);
-		if (n)
-			wsp_record_access(WSPROF_ACCESS_INFERRED, 0, b->r, n);
-		hit_buf_put(b);
+	struct layout l;
+	if (wsp_cfg.access && drv.func_get_param_info && !live_empty() && layout_get(f, &l)) {
+		if (l.nspans != LAYOUT_OVERFLOW && l.words <= HITS_ON_STACK) {
+			struct wsp_range r[HITS_ON_STACK];
+			record_hits(f, &l, params, r, HITS_ON_STACK);
+		} else {
+			struct hit_buf *b = hit_buf_get();
+			if (b) {
+				record_hits(f, &l, params, b->r, WORDS_MAX);
+				hit_buf_put(b);
+			}
+		}
 	}
 	wsp_leave(e);
 }

@@ -311,6 +311,15 @@ int main(int argc, char **argv)
 	launch("twelve_blocks", "x0 x1 x2 x3 x4 x5 x6 x7 x8 x9 x10 x11", EX, function(mod, "k_s96"),
 	       (void *[]){ reversed });
 
+	/* 128 words, more than the recorder looks up on the stack: the
+	 * scratch-buffer route, three blocks among zeros and a scalar. */
+	uint64_t wide[128] = { 0 };
+	wide[3] = x[11];
+	wide[64] = x[0] + 8;
+	wide[100] = not_an_address(0x5eed5eed5eedull);
+	wide[127] = x[5];
+	launch("wide_struct", "x0 x5 x11", LK, function(mod, "k_s1024"), (void *[]){ wide });
+
 	int one = 1, two = 2;
 	launch("scalars_only", "", LK, function(mod, "k_int_int"), (void *[]){ &one, &two });
 
