@@ -203,4 +203,34 @@ void *wsp_pages_alloc(size_t size);   /* zeroed, page-granular, NULL on failure 
 void wsp_pages_free(void *p, size_t size);
 void *wsp_mem_alloc(size_t size);     /* small zeroed objects that live until exit */
 
+/* ---- sequence counts (seqlocks) ------------------------------------- */
+/* What a hot path reads without a lock: writers, serialized among
+ * themselves by a lock of their own, make the count odd while they change
+ * what it guards; a reader takes what it read only if the count was even
+ * and is unchanged after. A writer may be descheduled with the count odd:
+ * a reader bounds its tries and then waits for the writers' lock, or goes
+ * without. */
+static inline void wsp_seq_write_begin(_Atomic unsigned *seq)
+{
+	atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release); /* odd before the stores it guards */
+}
+
+static inline void wsp_seq_write_end(_Atomic unsigned *seq)
+{
+	atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_release);
+}
+
+/* @return the count to give wsp_seq_read_ok; odd: a writer is in, read later. */
+static inline unsigned wsp_seq_read_begin(_Atomic unsigned *seq)
+{
+	return atomic_load_explicit(seq, memory_order_acquire);
+}
+
+static inline bool wsp_seq_read_ok(_Atomic unsigned *seq, unsigned begun)
+{
+	atomic_thread_fence(memory_order_acquire); /* the loads it guards before the count's */
+	return !(begun & 1) && atomic_load_explicit(seq, memory_order_relaxed) == begun;
+}
+
 #endif

@@ -26,12 +26,12 @@
  * set) are not recorded. A failed allocation is written out at once, with
  * a sample of the device's free memory, so a program that aborts right
  * after its out-of-memory error leaves the whole history up to it. A
- * launch takes no lock: it reads the live blocks under their sequence
- * count and its function's layout from a slot that is published whole;
- * only allocations and frees (the live blocks), a function's first
- * launch (its layout) and a kernel with more than 64 words of possible
- * pointers (a scratch buffer) take mutexes, each for a short search or
- * copy, never across a driver call.
+ * launch reads the live blocks and its function's layout under their
+ * sequence counts, without a lock (waiting for the live blocks' lock only
+ * when a writer stays in the way 16 times); allocations and frees (the
+ * live blocks), a function's first launch (its layout) and a kernel with
+ * more than 64 words of possible pointers (a scratch buffer) take
+ * mutexes, each for a short search or copy, never across a driver call.
  */
 
 #include "hooks.h"
@@ -345,19 +345,16 @@ static size_t live_first_above(const struct live_array *a, size_t n, uint64_t ad
 	return lo;
 }
 
-/* Writers: the lock held, between write_begin and write_end. */
+/* Writers: the lock held, the count odd, between write_begin and write_end. */
 static void write_begin(void)
 {
 	pthread_mutex_lock(&live.lock);
-	atomic_store_explicit(&live.seq, atomic_load_explicit(&live.seq, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
+	wsp_seq_write_begin(&live.seq);
 }
 
 static void write_end(void)
 {
-	atomic_store_explicit(&live.seq, atomic_load_explicit(&live.seq, memory_order_relaxed) + 1,
-			      memory_order_release);
+	wsp_seq_write_end(&live.seq);
 	pthread_mutex_unlock(&live.lock);
 }
 
@@ -716,20 +713,20 @@ struct layout {
 };
 
 /* Layouts of the functions launched, one slot per hash (a collision
- * replaces the older function). A launch reads its slot without a lock:
- * each slot points to a layout that never changes once published; a
- * layout replaced stays where it is (a reader may still be in it). New
- * ones come from arenas of LAYOUT_SLOTS layouts (200 KiB of wsprof's
- * pages), at most LAYOUT_ARENAS of them: past that, launches of
- * functions not yet remembered read their layouts each time. */
+ * replaces the older function): a fixed 200 KiB of wsprof's pages. A
+ * launch copies its slot without a lock, under the slot's sequence
+ * count; a copy that a writer got in the way of counts as a miss (the
+ * layout is read from the driver, as for a function not remembered).
+ * Writers take the lock. */
 #define LAYOUT_SLOTS 512
-#define LAYOUT_ARENAS 8
-static struct layout *_Atomic layout_slot[LAYOUT_SLOTS];
+struct layout_slot {
+	_Atomic unsigned seq;
+	struct layout l;
+};
+static struct layout_slot *_Atomic layout_slots;
 static struct {
-	pthread_mutex_t lock; /* making a layout, never on a launch of a remembered function */
-	struct layout *arena;
-	size_t used;          /* of the arena */
-	unsigned arenas;
+	pthread_mutex_t lock; /* writers of the slots */
+	bool failed;          /* no pages for them */
 } layouts = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static size_t layout_hash(CUfunction f)
@@ -780,32 +777,42 @@ static bool layout_current(const struct layout *l)
 			       offset == l->last_offset && size == l->last_size);
 }
 
-/* Publish a copy of l in its slot, if there is room for one. */
+/* Remember l in slot h. */
 static void layout_keep(size_t h, const struct layout *l)
 {
 	pthread_mutex_lock(&layouts.lock);
-	if ((!layouts.arena || layouts.used == LAYOUT_SLOTS) && layouts.arenas < LAYOUT_ARENAS) {
-		layouts.arena = wsp_pages_alloc(LAYOUT_SLOTS * sizeof *layouts.arena);
-		layouts.used = 0;
-		layouts.arenas += layouts.arena != NULL;
+	struct layout_slot *slots = atomic_load_explicit(&layout_slots, memory_order_relaxed);
+	if (!slots && !layouts.failed) {
+		slots = wsp_pages_alloc(LAYOUT_SLOTS * sizeof *slots);
+		layouts.failed = !slots;
+		atomic_store_explicit(&layout_slots, slots, memory_order_release);
 	}
-	if (layouts.arena && layouts.used < LAYOUT_SLOTS) {
-		struct layout *k = &layouts.arena[layouts.used++];
-		*k = *l;
-		atomic_store_explicit(&layout_slot[h], k, memory_order_release);
+	if (slots) {
+		wsp_seq_write_begin(&slots[h].seq);
+		slots[h].l = *l;
+		wsp_seq_write_end(&slots[h].seq);
 	}
 	pthread_mutex_unlock(&layouts.lock);
+}
+
+/* Copy f's remembered layout from slot h. @return false on a miss. */
+static bool layout_recall(CUfunction f, size_t h, struct layout *l)
+{
+	struct layout_slot *slots = atomic_load_explicit(&layout_slots, memory_order_acquire);
+	if (!slots)
+		return false;
+	unsigned q = wsp_seq_read_begin(&slots[h].seq);
+	if (q & 1)
+		return false;
+	*l = slots[h].l;
+	return wsp_seq_read_ok(&slots[h].seq, q) && l->f == f;
 }
 
 static bool layout_get(CUfunction f, struct layout *l)
 {
 	size_t h = layout_hash(f);
-	const struct layout *k = atomic_load_explicit(&layout_slot[h], memory_order_acquire);
-	if (k && k->f == f) {
-		*l = *k;
-		if (layout_current(l))
-			return true;
-	}
+	if (layout_recall(f, h, l) && layout_current(l))
+		return true;
 	if (!layout_read(f, l))
 		return false;
 	layout_keep(h, l);
@@ -844,7 +851,7 @@ static size_t span_hits(void **params, struct span s, struct wsp_range *r, size_
 {
 	const unsigned char *value = params[s.param];
 	for (unsigned tries = 0; tries < SEQ_TRIES; tries++) {
-		unsigned q = atomic_load_explicit(&live.seq, memory_order_acquire);
+		unsigned q = wsp_seq_read_begin(&live.seq);
 		if (q & 1)
 			continue;
 		const struct live_array *a = atomic_load_explicit(&live.a, memory_order_acquire);
@@ -852,8 +859,7 @@ static size_t span_hits(void **params, struct span s, struct wsp_range *r, size_
 		if (a && count > a->cap)
 			count = a->cap; /* a newer count than the array: the check below fails */
 		size_t m = span_lookup(value, s, a, count, r, n, cap);
-		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&live.seq, memory_order_relaxed) == q)
+		if (wsp_seq_read_ok(&live.seq, q))
 			return m;
 	}
 	pthread_mutex_lock(&live.lock);

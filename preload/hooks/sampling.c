@@ -194,7 +194,7 @@ static bool contains(uint64_t a)
 	uint64_t h = mix(a);
 	struct stripe *s = stripe_of(h);
 	for (;;) {
-		unsigned q = atomic_load_explicit(&s->seq, memory_order_acquire);
+		unsigned q = wsp_seq_read_begin(&s->seq);
 		if (q & 1)
 			continue;
 		struct table *t = atomic_load_explicit(&s->table, memory_order_acquire);
@@ -207,8 +207,7 @@ static bool contains(uint64_t a)
 			if (v == a || !v)
 				break;
 		}
-		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&s->seq, memory_order_relaxed) == q)
+		if (wsp_seq_read_ok(&s->seq, q))
 			return found;
 	}
 }
@@ -228,9 +227,7 @@ static bool forget(uint64_t a)
 		unlock(s);
 		return false;
 	}
-	unsigned q = atomic_load_explicit(&s->seq, memory_order_relaxed);
-	atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
+	wsp_seq_write_begin(&s->seq);
 	/* Shift back the later members of the probe run that may sit at i. */
 	for (size_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
 		uint64_t w = atomic_load_explicit(&t->slot[j], memory_order_relaxed);
@@ -244,7 +241,7 @@ static bool forget(uint64_t a)
 	}
 	atomic_store_explicit(&t->slot[i], 0, memory_order_relaxed);
 	atomic_store_explicit(&s->used, atomic_load_explicit(&s->used, memory_order_relaxed) - 1, memory_order_relaxed);
-	atomic_store_explicit(&s->seq, q + 2, memory_order_release);
+	wsp_seq_write_end(&s->seq);
 	unlock(s);
 	return true;
 }
