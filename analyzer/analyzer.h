@@ -124,7 +124,8 @@ void wsp_print_heading(const struct wsp_loaded *l, const char *what);
 
 /* A sampled trace (WSPROF_SAMPLE_BYTES) says so wherever its heap figures
  * appear. "sampled: 1 in 524,288 bytes; heap figures are estimates" (or,
- * at 1 byte, that every allocation was recorded), into buf; "" when the
+ * at 1 byte, that every allocation was recorded; or, its totals counted
+ * whole, "heap totals counted, heap call sites estimated"), into buf; "" when the
  * trace is not sampled. @return buf. */
 /* The spans of time recorded, from the trace's RECORDING events (model.h):
  * [start_ns, end_ns) each; a run recorded whole has one, from 0 to the
@@ -142,8 +143,12 @@ const char *wsp_spans_text(const struct wsp_loaded *l, char *buf, size_t cap);
  * "killed by SIGKILL ..."); "" where an older trace does not say. @return buf. */
 const char *wsp_ending_text(const struct wsp_loaded *l, char *buf, size_t cap);
 const char *wsp_sampled_text(const struct wsp_loaded *l, char *buf, size_t cap);
-/* "~" before the figures of a kind that are estimates, else "". */
+/* "~" before the figures of a kind that are estimates, else "": its call
+ * sites', its blocks', and its totals' unless they were counted. */
 const char *wsp_est(const struct wsp_loaded *l, unsigned kind);
+/* ... before a kind's totals (allocations, peak, live): "" for a sampled
+ * heap whose totals were counted (wsp_model_heap_counted). */
+const char *wsp_est_total(const struct wsp_loaded *l, unsigned kind);
 /* est (wsp_est) then text, in buf; text may be buf itself. @return buf. */
 const char *wsp_estimate_text(char *buf, size_t cap, const char *est, const char *text);
 /* A report's JSON object: "sampled": true and "sample_bytes" when the
@@ -152,6 +157,9 @@ const char *wsp_estimate_text(char *buf, size_t cap, const char *est, const char
 struct wsp_json;
 void wsp_json_sampled(struct wsp_json *j, const struct wsp_loaded *l);
 void wsp_json_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned kind);
+/* A kind's totals: "estimated": true, or for a sampled heap counted whole
+ * "counted": true and "usable_share" (wsp_model_heap_counted). */
+void wsp_json_total_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned kind);
 
 
 int wsp_cmd_record(int argc, char **argv);

@@ -20,6 +20,7 @@
  *   hooks/   hooks.h   hooks_libc.c the malloc family and mmap/munmap/mremap/mprotect
  *                      hooks_pthread.c  pthread_getattr_np, never asked from a hook
  *                      sampling.c   WSPROF_SAMPLE_BYTES: which heap allocations (and frees) are recorded
+ *                      tally.c      ... and the heap's totals counted whole meanwhile (HEAP_TOTALS)
  *                      hooks_cuda.c CUDA driver allocations by every route, the CUDA runtime's failures
  *                      nvtx.c       NVTX memory heaps and ranges
  *                      annotate.c   what the program says about its memory (wsprof.h, NVTX)

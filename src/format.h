@@ -52,6 +52,7 @@ enum wsp_record_type {
 	WSP_REC_ANNOTATE = 0x50,
 	WSP_REC_ACCESS = 0x60,
 	WSP_REC_RSS = 0x61,
+	WSP_REC_HEAP_TOTALS = 0x62,
 	WSP_REC_FOOTER = 0x3F,
 };
 

@@ -63,6 +63,7 @@ struct extra {
 	char *path;             /* an exec's path, an annotation's text */
 	struct module *mod;     /* a MODULE_LOAD's, until it moves to the table */
 	wsprof_region *regions; /* an ACCESS sample's */
+	wsprof_heap_totals heap; /* a HEAP_TOTALS record's */
 };
 
 /* An event on its way out: 64 bytes, which the merge moves. */
@@ -775,6 +776,19 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		p->type = WSPROF_EV_RSS;
 		p->size = wsp_get_field(r);
 		break;
+	case WSP_REC_HEAP_TOTALS: {
+		p->type = WSPROF_EV_HEAP_TOTALS;
+		struct extra *x = extra_of(p);
+		if (!x) {
+			err = -ENOMEM;
+			break;
+		}
+		wsprof_heap_totals *h = &x->heap;
+		uint64_t *fields[] = { &h->allocations, &h->frees, &h->requested, &h->given, &h->given_back, &h->peak, &h->peak_ns };
+		for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+			*fields[i] = wsp_get_field(r);
+		break;
+	}
 	case WSP_REC_RECORDING:
 		p->type = WSPROF_EV_RECORDING;
 		p->size = wsp_get_field(r) ? 1 : 0;
@@ -1094,6 +1108,7 @@ static int decode_some(wsprof_trace *t)
 		case WSP_REC_UNMAP: case WSP_REC_MODULE_LOAD: case WSP_REC_MODULE_UNLOAD:
 		case WSP_REC_FORK: case WSP_REC_EXEC: case WSP_REC_STREAM_REACHED: case WSP_REC_DEVICE_MEMORY:
 		case WSP_REC_ANNOTATE: case WSP_REC_ACCESS: case WSP_REC_RSS: case WSP_REC_RECORDING:
+		case WSP_REC_HEAP_TOTALS:
 			if (!seg->open)
 				return WSPROF_E_CORRUPT;
 			err = cr.compact ? decode_compact(t, seg, &cr) : decode_event(t, seg, type, &r);
@@ -1590,6 +1605,7 @@ static void event_out(const struct pending *p, wsprof_event *ev)
 	ev->nregions = x->nregions;
 	ev->build_id = NULL;
 	ev->build_id_len = 0;
+	ev->heap_totals = p->type == WSPROF_EV_HEAP_TOTALS ? &x->heap : NULL;
 }
 
 int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)

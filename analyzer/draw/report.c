@@ -100,7 +100,7 @@ static void draw_summary(struct wsp_doc *doc, const struct wsp_loaded *l)
 		if (!s->seen || wsp_kind_is_reservation(k)) /* address space, not memory (the summary tells it) */
 			continue;
 		char n1[32], n2[32];
-		const char *est = wsp_est(l, k); /* failures are always recorded */
+		const char *est = wsp_est_total(l, k); /* failures are always recorded */
 		const char *cells[7] = {
 			wsprof_kind_name(k),
 			wsp_estimate_text(n1, sizeof n1, est, wsp_group_digits(n1, sizeof n1, s->allocations)),

@@ -244,7 +244,7 @@ static void draw_kind(cairo_t *cr, const struct wsp_loaded *l, unsigned k, doubl
 	wsp_chart_init(&c, cr, WSP_MARGIN + 62, top + 18, WSP_PAGE_W - 2 * WSP_MARGIN - 70, height - 50, 0, end,
 		       WSP_UNIT_SECONDS, 0, ymax, WSP_UNIT_BYTES);
 	char title[160], peak[32], when[32];
-	snprintf(title, sizeof title, "%s: peak %s%s at %s", wsprof_kind_name(k), wsp_est(l, k),
+	snprintf(title, sizeof title, "%s: peak %s%s at %s", wsprof_kind_name(k), wsp_est_total(l, k),
 		 wsp_unit_format(peak, sizeof peak, (double)ks->peak_bytes, WSP_UNIT_BYTES),
 		 wsp_unit_format(when, sizeof when, (double)ks->peak_time_ns / 1e9, WSP_UNIT_SECONDS));
 	if (ks->failed)
@@ -267,7 +267,7 @@ static void draw_kind(cairo_t *cr, const struct wsp_loaded *l, unsigned k, doubl
 	}
 	wsp_chart_area(&c, kl.allocated.x, kl.allocated.y, kl.allocated.n, WSP_C_ALLOCATED, 0.12);
 	wsp_chart_line(&c, kl.allocated.x, kl.allocated.y, kl.allocated.n, WSP_C_ALLOCATED, 1.6, false, true);
-	bool est = wsp_model_estimated(l->model, k);
+	bool est = wsp_model_totals_estimated(l->model, k);
 	legend[nl++] = (struct wsp_legend_item){ est ? "allocated (estimated)" : "allocated", WSP_C_ALLOCATED, false, false };
 	if (kl.has_in_use) {
 		wsp_chart_line(&c, kl.in_use.x, kl.in_use.y, kl.in_use.n, WSP_C_IN_USE, 1.4, false, true);
@@ -368,7 +368,7 @@ static void print_text(const struct wsp_loaded *l, int kind)
 		const struct wsp_kind_stats *ks = wsp_model_kind(l->model, k);
 		const struct wsp_series *s = wsp_model_live_series(l->model, k);
 		char a[32], b[32];
-		const char *est = wsp_est(l, k);
+		const char *est = wsp_est_total(l, k);
 		printf("  %s: peak %s%s at %.3f s\n", wsprof_kind_name(k), est, wsp_human_bytes(a, sizeof a, ks->peak_bytes),
 		       (double)ks->peak_time_ns / 1e9);
 		printf("  %10s %12s %12s\n", "time", "allocated", "in use");
@@ -424,7 +424,7 @@ static void print_json(const struct wsp_loaded *l, int kind)
 		const struct wsp_series *s = wsp_model_live_series(l->model, kinds[i]);
 		wsp_json_begin_object(&j, NULL);
 		wsp_json_string(&j, "kind", wsprof_kind_name(kinds[i]));
-		wsp_json_estimated(&j, l, kinds[i]);
+		wsp_json_total_estimated(&j, l, kinds[i]);
 		wsp_json_uint(&j, "peak_bytes", ks->peak_bytes);
 		wsp_json_seconds(&j, "peak_s", ks->peak_time_ns);
 		wsp_json_seconds(&j, "bucket_s", s->width_ns);

@@ -149,7 +149,7 @@ static int take_figures(struct wsp_job_proc *p, const struct wsp_loaded *l)
 	p->start_realtime_ns = pr->start_realtime_ns;
 	p->status = l->status;
 	p->duration_ns = l->status.end_time_ns;
-	p->estimated = wsp_model_estimated(l->model, WSPROF_KIND_HEAP);
+	p->estimated = wsp_model_totals_estimated(l->model, WSPROF_KIND_HEAP);
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
 		p->kinds[k] = *wsp_model_kind(l->model, k);
 	p->exe = dup_or_empty(pr->exe);

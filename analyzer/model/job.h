@@ -31,7 +31,7 @@ struct wsp_job_proc {
 	uint64_t start_realtime_ns, duration_ns;
 	wsprof_trace_status status;
 	struct wsp_kind_stats kinds[WSPROF_KIND_COUNT];
-	bool estimated;            /* a sampled trace: its heap figures are estimates */
+	bool estimated;            /* a sampled trace: its heap totals are estimates (not counted) */
 	int parent;                /* the job's process this one's parent is (fork or exec), -1: none */
 	bool exec_of_parent;       /* parent is the image this one replaced (same pid) */
 	void *extra;               /* what a view's visit kept of it */

@@ -139,6 +139,7 @@ static int load(const char *path, const struct wsp_model_options *opt, bool symb
 	}
 	struct wsp_model_options o = opt ? *opt : (struct wsp_model_options){ 0 };
 	o.sample_bytes = wsprof_trace_process(out->trace)->sample_bytes; /* heap blocks weigh 1/p */
+	o.child = wsprof_trace_process(out->trace)->parent_traced_pid != 0;
 	out->model = wsp_model_new(&o);
 	if (symbols && wsp_syms_new) {
 		out->syms = wsp_syms_new(atomic_load(&quiet) ? NULL : stderr);
@@ -268,6 +269,9 @@ const char *wsp_sampled_text(const struct wsp_loaded *l, char *buf, size_t cap)
 		buf[0] = 0;
 	else if (n == 1)
 		snprintf(buf, cap, "sampled: 1 in 1 byte, so every heap allocation was recorded; figures are exact");
+	else if (wsp_model_heap_counted(l->model, NULL))
+		snprintf(buf, cap, "sampled: 1 in %s bytes; heap totals counted, heap call sites estimated",
+			 wsp_group_digits(digits, sizeof digits, n));
 	else
 		snprintf(buf, cap, "sampled: 1 in %s bytes; heap figures are estimates", wsp_group_digits(digits, sizeof digits, n));
 	return buf;
@@ -276,6 +280,11 @@ const char *wsp_sampled_text(const struct wsp_loaded *l, char *buf, size_t cap)
 const char *wsp_est(const struct wsp_loaded *l, unsigned kind)
 {
 	return wsp_model_estimated(l->model, kind) ? "~" : "";
+}
+
+const char *wsp_est_total(const struct wsp_loaded *l, unsigned kind)
+{
+	return wsp_model_totals_estimated(l->model, kind) ? "~" : "";
 }
 
 const char *wsp_estimate_text(char *buf, size_t cap, const char *est, const char *text)
@@ -301,6 +310,26 @@ void wsp_json_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned
 {
 	if (wsp_model_estimated(l->model, kind))
 		wsp_json_bool(j, "estimated", true);
+}
+
+void wsp_json_total_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned kind)
+{
+	double share;
+	if (wsp_model_estimated(l->model, kind) && kind == WSPROF_KIND_HEAP && wsp_model_heap_counted(l->model, &share)) {
+		wsp_json_bool(j, "counted", true);
+		wsp_json_double(j, "usable_share", share);
+		const struct wsp_kind_stats *e = wsp_model_heap_estimates(l->model);
+		wsp_json_begin_object(j, "estimated_from_samples");
+		wsp_json_uint(j, "allocations", e->allocations);
+		wsp_json_uint(j, "frees", e->frees);
+		wsp_json_uint(j, "peak_bytes", e->peak_bytes);
+		wsp_json_uint(j, "leaked_bytes", e->live_bytes);
+		wsp_json_uint(j, "leaked_blocks", e->live_blocks);
+		wsp_json_uint(j, "total_bytes", e->total_bytes);
+		wsp_json_end_object(j);
+	} else {
+		wsp_json_estimated(j, l, kind);
+	}
 }
 
 /* ---- recorded spans ----------------------------------------------------- */

@@ -45,6 +45,7 @@ struct wsp_model *wsp_model_new(const struct wsp_model_options *opt)
 		m->totals_only = opt->totals_only;
 		m->unmatched_access = opt->unmatched_access;
 		m->sample_bytes = opt->sample_bytes;
+		m->child = opt->child;
 	}
 	return m;
 }
@@ -71,6 +72,107 @@ bool model_estimated(const struct wsp_model *m, unsigned kind)
 bool wsp_model_estimated(const struct wsp_model *m, unsigned kind)
 {
 	return model_estimated(m, kind);
+}
+
+/* Bytes asked for per usable byte given, over every allocation so far. */
+static double totals_share(const wsprof_heap_totals *h)
+{
+	return h->given && h->requested < h->given ? (double)h->requested / (double)h->given : 1.0;
+}
+
+bool wsp_model_heap_counted(const struct wsp_model *m, double *share)
+{
+	if (share)
+		*share = totals_share(&m->totals);
+	return m->heap_counted;
+}
+
+const struct wsp_kind_stats *wsp_model_heap_estimates(const struct wsp_model *m)
+{
+	return m->heap_counted ? &m->heap_estimates : NULL;
+}
+
+bool wsp_model_totals_estimated(const struct wsp_model *m, unsigned kind)
+{
+	return model_estimated(m, kind) && !(kind == WSPROF_KIND_HEAP && m->heap_counted);
+}
+
+static uint64_t scaled(uint64_t given, double share)
+{
+	return (uint64_t)llround((double)given * share);
+}
+
+/* A HEAP_TOTALS record: the heap's live bytes at its time and the most
+ * they were since the last one, in bytes asked for. */
+static int apply_totals(struct wsp_model *m, const wsprof_event *ev)
+{
+	const wsprof_heap_totals *h = ev->heap_totals;
+	if (!h)
+		return 0;
+	m->totals = *h;
+	m->has_totals = true;
+	double share = totals_share(h);
+	uint64_t live = h->given > h->given_back ? scaled(h->given - h->given_back, share) : 0;
+	uint64_t peak = scaled(h->peak, share) > live ? scaled(h->peak, share) : live;
+	/* The peak came after the last record (its clock is finer than the
+	 * stamps': it may read a little later than the record). */
+	uint64_t at = h->peak_ns < m->totals_last_ns ? m->totals_last_ns : h->peak_ns > ev->time_ns ? ev->time_ns : h->peak_ns;
+	if (peak > m->totals_peak) {
+		m->totals_peak = peak;
+		m->totals_peak_ns = at;
+		m->totals_peak_seq = ev->seq;
+	}
+	m->totals_last_ns = ev->time_ns;
+	if (m->totals_only)
+		return 0;
+	/* The peak is a moment: what follows it until the record is not known,
+	 * and the record's live bytes stand for it. */
+	uint64_t collectable = m->kinds[WSPROF_KIND_HEAP].collectable_bytes;
+	uint64_t live_in_use = live > collectable ? live - collectable : 0;
+	if (wsp_series_note(&m->totals_live, at, peak, peak > collectable ? peak - collectable : 0) ||
+	    wsp_series_note(&m->totals_live, at, live, live_in_use))
+		return -ENOMEM;
+	return wsp_series_note(&m->totals_live, ev->time_ns, live, live_in_use);
+}
+
+/* At the finish: a sampled trace of a whole process (recorded from its
+ * start, never paused, not a forked child's), all of whose allocations
+ * are counted (no --caller), takes its heap totals from
+ * the last HEAP_TOTALS rather than from the sampled blocks. */
+static void count_heap(struct wsp_model *m)
+{
+	if (!m->has_totals || m->sample_bytes <= 1 || m->nswitches || m->child || m->callers)
+		return; /* --caller counts only some allocations: the totals hold all */
+	const wsprof_heap_totals *h = &m->totals;
+	double share = totals_share(h);
+	struct wsp_kind_stats *k = &m->kinds[WSPROF_KIND_HEAP];
+	m->heap_estimates = *k;
+	uint64_t estimated_peak = k->peak_bytes;
+	k->allocations = h->allocations;
+	k->frees = h->frees;
+	k->total_bytes = h->requested;
+	k->live_bytes = h->given > h->given_back ? scaled(h->given - h->given_back, share) : 0;
+	k->live_blocks = h->allocations > h->frees ? h->allocations - h->frees : 0;
+	k->peak_bytes = m->totals_peak > k->live_bytes ? m->totals_peak : k->live_bytes;
+	/* Truly in use: the estimates' own, which never exceeds the peak; when
+	 * nothing could be given back at the estimates' peak, the peak's. */
+	if (k->in_use_peak_bytes == estimated_peak) {
+		k->in_use_peak_bytes = k->peak_bytes;
+		k->in_use_peak_time_ns = m->totals_peak_ns;
+	} else if (k->in_use_peak_bytes > k->peak_bytes) {
+		k->in_use_peak_bytes = k->peak_bytes;
+	}
+	if (k->collectable_at_peak > k->peak_bytes)
+		k->collectable_at_peak = k->peak_bytes;
+	k->peak_time_ns = m->totals_peak_ns;
+	k->peak_seq = m->totals_peak_seq;
+	k->seen = k->seen || h->allocations;
+	if (!m->totals_only) {
+		struct wsp_series estimated = m->live[WSPROF_KIND_HEAP];
+		m->live[WSPROF_KIND_HEAP] = m->totals_live;
+		m->totals_live = estimated;
+	}
+	m->heap_counted = true;
 }
 
 /* x bytes of block b, as an estimate: x / p. */
@@ -150,6 +252,7 @@ void wsp_model_free(struct wsp_model *m)
 	free(m->device_used);
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
 		wsp_series_free(&m->live[k]);
+	wsp_series_free(&m->totals_live);
 	free(m->failures);
 	free(m);
 }
@@ -1036,6 +1139,8 @@ static int apply_event(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 			return -ENOMEM;
 		m->switches[m->nswitches++] = (struct wsp_recording_switch){ ev->time_ns, ev->seq, ev->size != 0, ev->op };
 		return 0;
+	case WSPROF_EV_HEAP_TOTALS:
+		return apply_totals(m, ev);
 	case WSPROF_EV_RSS:
 		if (wsp_grow(&m->rss, &m->rss_cap, m->nrss + 1, sizeof *m->rss))
 			return -ENOMEM;
@@ -1133,6 +1238,8 @@ size_t wsp_model_rss(const struct wsp_model *m, const struct wsp_rss_point **poi
 
 int wsp_model_finish(struct wsp_model *m)
 {
+	if (!m->heap_counted)
+		count_heap(m);
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
 		if (wsp_series_extend(&m->live[k], m->last_time))
 			return -ENOMEM;

@@ -163,6 +163,9 @@ struct wsp_model_options {
 	/* The trace's wsprof_process.sample_bytes: 0 when every heap block
 	 * was recorded, else the mean bytes between sampled ones. */
 	uint64_t sample_bytes;
+	/* The trace is a forked child's: its HEAP_TOTALS count what it
+	 * inherited, which its recorded blocks do not. */
+	bool child;
 };
 
 struct wsp_model *wsp_model_new(const struct wsp_model_options *opt);
@@ -297,5 +300,16 @@ uint64_t wsp_model_block_bytes(const struct wsp_model *m, const struct wsp_block
 uint64_t wsp_model_block_count(const struct wsp_model *m, const struct wsp_block *b);
 /* Are this kind's figures estimates (a sampled trace's heap)? */
 bool wsp_model_estimated(const struct wsp_model *m, unsigned kind);
+/* Were a sampled trace's heap totals counted whole (HEAP_TOTALS, after
+ * wsp_model_finish)? Then the kind's allocations, frees, bytes and live
+ * blocks are exact, its live and peak bytes the allocator's usable bytes
+ * scaled by *share (bytes asked for / bytes given, when share is not
+ * NULL), and only the per-site figures are estimates. */
+bool wsp_model_heap_counted(const struct wsp_model *m, double *share);
+/* The heap's totals as the sampled blocks estimated them, beside the
+ * counted ones (how good the estimates are); NULL when not counted. */
+const struct wsp_kind_stats *wsp_model_heap_estimates(const struct wsp_model *m);
+/* Are this kind's totals estimates (estimated, and not counted)? */
+bool wsp_model_totals_estimated(const struct wsp_model *m, unsigned kind);
 
 #endif

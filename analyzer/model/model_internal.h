@@ -104,6 +104,15 @@ struct wsp_model {
 	size_t nsnapshots, snapshots_cap;
 	struct wsp_recording_switch *switches; /* RECORDING events, in order */
 	size_t nswitches, switches_cap;
+	/* HEAP_TOTALS (a sampled trace): the last record, the highest peak
+	 * of all (bytes asked for), when and at which record, and the heap's
+	 * live bytes over time from them, which replace the estimates' at the
+	 * finish (heap_counted) where the trace holds the process whole. */
+	wsprof_heap_totals totals;
+	bool has_totals, heap_counted, child;
+	uint64_t totals_peak, totals_peak_ns, totals_peak_seq, totals_last_ns;
+	struct wsp_series totals_live;
+	struct wsp_kind_stats heap_estimates; /* what the sampled blocks made of them, when counted */
 
 	uint64_t wss_bucket_ns, window_ns;
 	struct wsp_wss *wss;

@@ -227,7 +227,7 @@ static size_t sites_wanted(const struct options *o)
 static void text_verdict(const struct verdict *v, const struct wsp_loaded *l, const char *baseline)
 {
 	const struct budget *b = v->b;
-	const char *est = wsp_est(l, b->kind);
+	const char *est = wsp_est_total(l, b->kind);
 	char a[32], c[32], d[32];
 	printf("  %-9s %s %s ", v->exceeded ? "EXCEEDED" : "ok", wsprof_kind_name(b->kind), budget_words[b->type]);
 	if (b->type == MAX_GROWTH) {
@@ -294,7 +294,7 @@ static void print_json(const struct verdict *v, size_t n, struct wsp_loaded *l, 
 		wsp_json_begin_object(&j, NULL);
 		wsp_json_string(&j, "budget", budget_options[b->type]);
 		wsp_json_string(&j, "kind", wsprof_kind_name(b->kind));
-		wsp_json_estimated(&j, l, b->kind);
+		wsp_json_total_estimated(&j, l, b->kind);
 		if (b->type == MAX_GROWTH) {
 			wsp_json_double(&j, "limit_percent", b->percent);
 			wsp_json_uint(&j, "base_bytes", v[i].base_value);

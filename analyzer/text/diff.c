@@ -276,7 +276,7 @@ static void print_kinds(const struct runs *r)
 		if (!kind_shown(&r->base, &r->now, k))
 			continue;
 		printf("  %s\n", wsprof_kind_name(k));
-		const char *eb = wsp_est(&r->base, k), *en = wsp_est(&r->now, k);
+		const char *eb = wsp_est_total(&r->base, k), *en = wsp_est_total(&r->now, k);
 		const char *ec = *eb ? eb : en;
 		for (int row = 0; row < ROWS; row++) {
 			uint64_t b = 0, n = 0;
@@ -396,8 +396,8 @@ static void print_json(const struct runs *r, const struct options *o, size_t cha
 		if (!kind_shown(&r->base, &r->now, k))
 			continue;
 		wsp_json_begin_object(&j, wsprof_kind_name(k));
-		wsp_json_bool(&j, "base_estimated", wsp_model_estimated(r->base.model, k));
-		wsp_json_bool(&j, "new_estimated", wsp_model_estimated(r->now.model, k));
+		wsp_json_bool(&j, "base_estimated", wsp_model_totals_estimated(r->base.model, k));
+		wsp_json_bool(&j, "new_estimated", wsp_model_totals_estimated(r->now.model, k));
 		for (int row = 0; row < ROWS; row++) {
 			uint64_t b = 0, n = 0;
 			bool hb = kind_figure(&r->base, k, row, &b), hn = kind_figure(&r->now, k, row, &n);

@@ -203,7 +203,7 @@ static void counter_tracks(struct exporter *e)
 		if (!shown_kind(wsp_model_kind(e->l->model, k), k))
 			continue;
 		const struct wsp_series *s = wsp_model_live_series(e->l->model, k);
-		const char *est = wsp_model_estimated(e->l->model, k) ? " (estimated)" : "";
+		const char *est = wsp_model_totals_estimated(e->l->model, k) ? " (estimated)" : "";
 		snprintf(name, sizeof name, "%s allocated%s", wsprof_kind_name(k), est);
 		series_track(e, name, s, LIVE);
 		if (in_use_differs(s)) {

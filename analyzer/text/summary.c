@@ -251,7 +251,7 @@ static void print_json(const struct wsp_loaded *l)
 		if (!shown(l, k))
 			continue;
 		wsp_json_begin_object(&j, wsprof_kind_name(k));
-		wsp_json_estimated(&j, l, k);
+		wsp_json_total_estimated(&j, l, k);
 		wsp_json_uint(&j, "allocations", s->allocations);
 		wsp_json_uint(&j, "frees", s->frees);
 		wsp_json_uint(&j, "failed", s->failed);
@@ -416,7 +416,7 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 		if (!shown(l, k))
 			continue;
 		any = true;
-		const char *est = wsp_est(l, k); /* failures are always recorded: never estimates */
+		const char *est = wsp_est_total(l, k); /* failures are always recorded: never estimates */
 		printf("  %-12s %13s %13s %8s %11s %11s %13s\n", wsprof_kind_name(k),
 		       wsp_estimate_text(a, sizeof a, est, wsp_group_digits(a, sizeof a, s->allocations)),
 		       wsp_estimate_text(b, sizeof b, est, wsp_group_digits(b, sizeof b, s->frees)),
@@ -427,6 +427,12 @@ static void print_text(const struct wsp_loaded *l, bool filtered)
 	}
 	if (!any)
 		printf("  (no allocations recorded)\n");
+	double share;
+	if (wsp_model_heap_counted(l->model, &share))
+		printf("\n  heap         counted whole while sampling: allocations, frees and bytes exactly; peak and leaked bytes\n"
+		       "               as the allocator's usable bytes x %.1f%% (what allocations asked of it), the peak within\n"
+		       "               16 KiB per thread\n",
+		       share * 100);
 	bool told = false;
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 		const struct wsp_kind_stats *s = wsp_model_kind(l->model, k);

@@ -40,7 +40,7 @@ extern "C" {
 
 /* Trace format version this reader writes and understands (doc/trace-format.md). */
 #define WSPROF_FORMAT_MAJOR 2
-#define WSPROF_FORMAT_MINOR 4
+#define WSPROF_FORMAT_MINOR 5
 
 /* A frame of a stack that is a Python frame (2.3), not a return address:
  * the top bit set, the code object's id (wsprof_trace_pycode) and the
@@ -137,7 +137,24 @@ enum wsprof_event_type {
 	WSPROF_EV_ACCESS,     /* op (enum wsprof_access_source), size (window ns), regions, nregions */
 	WSPROF_EV_RSS,        /* size (resident bytes) */
 	WSPROF_EV_RECORDING,  /* size: 1 recording from here on, 0 not (frees still are); op: enum wsprof_recording_cause */
+	WSPROF_EV_HEAP_TOTALS, /* heap_totals: a sampled trace's heap, counted whole (format 2.5) */
 };
+
+/* Every heap allocation and free the process made since the recorder
+ * started, counted while it recorded only some (WSPROF_SAMPLE_BYTES):
+ * written with each flush and before the footer. Allocated bytes are
+ * counted twice: as asked for, and as the allocator gave them
+ * (malloc_usable_size, which a free can ask too), so the live bytes are
+ * given - given_back. failed allocations are not counted (FAIL events
+ * are all recorded); a realloc is a free and an allocation. */
+typedef struct wsprof_heap_totals {
+	uint64_t allocations, frees;
+	uint64_t requested;          /* bytes the allocations asked for */
+	uint64_t given, given_back;  /* usable bytes of the blocks allocated, of those freed */
+	/* The most live usable bytes since the previous record, and when
+	 * (ns since the process started), within 16 KiB per thread. */
+	uint64_t peak, peak_ns;
+} wsprof_heap_totals;
 
 /* Why recording was turned on or off (format 2.4, WSPROF_EV_RECORDING). */
 enum wsprof_recording_cause {
@@ -207,6 +224,7 @@ typedef struct wsprof_event {
 	size_t nregions;
 	const uint8_t *build_id;
 	size_t build_id_len;
+	const wsprof_heap_totals *heap_totals; /* HEAP_TOTALS, else NULL; idem */
 } wsprof_event;
 
 typedef struct wsprof_process {

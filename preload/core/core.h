@@ -91,6 +91,8 @@ void wsp_record_unmap(const void *addr, size_t len);
 void wsp_record_fork(pid_t child);
 /* A record of one varint value after the stamp (FORK, MODULE_UNLOAD, RSS). */
 void wsp_record_value(unsigned type, uint64_t value);
+/* HEAP_TOTALS: allocations, frees, requested, given, given back, peak, its time. */
+void wsp_record_heap_totals(const uint64_t values[7]);
 
 /* CUDA: which device (-1: unknown), stream and VMM handle an event concerns. */
 struct wsp_cuda_tag {

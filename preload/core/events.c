@@ -631,6 +631,11 @@ void wsp_record_value(unsigned type, uint64_t value)
 	record_values(type, &value, 1);
 }
 
+void wsp_record_heap_totals(const uint64_t values[7])
+{
+	record_values(WSP_REC_HEAP_TOTALS, values, 7);
+}
+
 void wsp_record_rss(uint64_t bytes)
 {
 	wsp_record_value(WSP_REC_RSS, bytes);

@@ -55,6 +55,97 @@ static inline bool wsp_sample_release(const void *p)
 void wsp_sample_lock_all(void);
 void wsp_sample_unlock_all(void);
 
+/* ---- tally.c: a sampled trace's heap totals, counted whole ---------- */
+
+/* A thread's counts, on a cache line of its own (tally.c says how they
+ * are summed). Written by its thread alone: relaxed loads and stores. */
+struct wsp_tally {
+	_Atomic uint64_t allocations, frees, requested, given, given_back;
+	int64_t pending;      /* live bytes changed since they were added to the shared level */
+	bool shared;          /* the threads that ended: counted atomically, by any thread */
+	bool vacant;          /* its thread ended: a new thread may take it */
+	struct wsp_tally *next;
+} __attribute__((aligned(64)));
+
+#define WSP_TALLY_STEP (16 * 1024) /* live bytes a thread changes before the shared level hears */
+
+extern WSP_TLS struct wsp_tally *wsp_tally_mine;
+extern bool wsp_tally_glibc; /* malloc is glibc's: its blocks' sizes are read from their headers */
+
+/* Are heap calls counted? With WSPROF_SAMPLE_BYTES above 1, outside wsprof. */
+static inline bool wsp_tally_on(void)
+{
+	return __builtin_expect(wsp_cfg.sample_bytes > 1, 0) && !wsp_tls.guard;
+}
+
+/* The slow ways: a thread's first call, an ended thread's, a step. */
+void wsp_tally_alloc_slow(const void *p, size_t requested);
+void wsp_tally_freed_slow(size_t given);
+void wsp_tally_step(struct wsp_tally *t, int64_t pending);
+
+static inline void wsp_tally_add(_Atomic uint64_t *field, uint64_t n)
+{
+	atomic_store_explicit(field, atomic_load_explicit(field, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+static inline void wsp_tally_live(struct wsp_tally *t, int64_t change)
+{
+	int64_t p = t->pending + change;
+	if (__builtin_expect(p >= WSP_TALLY_STEP || p <= -WSP_TALLY_STEP, 0))
+		wsp_tally_step(t, p);
+	else
+		t->pending = p;
+}
+
+/* The usable size of the live block at p (0 when it cannot be known):
+ * malloc_usable_size, or what it would say of glibc's block at p, read
+ * from the chunk's size word before it (the mmapped bit: a 16-byte
+ * header, else 8; the low three bits are flags), without a call or a look
+ * at the next chunk. */
+static inline size_t wsp_tally_size(const void *p)
+{
+	if (__builtin_expect(wsp_tally_glibc, 1)) {
+		size_t h = ((const size_t *)p)[-1];
+		return (h & ~(size_t)7) - (h & 2 ? 16 : 8);
+	}
+	size_t (*usable)(void *) = wsp_real.malloc_usable_size;
+	return usable ? usable((void *)p) : 0;
+}
+
+/* A heap block of `requested` bytes now lives at p. */
+static inline void wsp_tally_alloc(const void *p, size_t requested)
+{
+	struct wsp_tally *t = wsp_tally_mine;
+	if (__builtin_expect(!t || t->shared, 0)) {
+		wsp_tally_alloc_slow(p, requested);
+		return;
+	}
+	size_t given = wsp_tally_size(p);
+	wsp_tally_add(&t->allocations, 1);
+	wsp_tally_add(&t->requested, requested);
+	wsp_tally_add(&t->given, given);
+	wsp_tally_live(t, (int64_t)given);
+}
+
+/* A block of that usable size was freed. */
+static inline void wsp_tally_freed(size_t given)
+{
+	struct wsp_tally *t = wsp_tally_mine;
+	if (__builtin_expect(!t || t->shared, 0)) {
+		wsp_tally_freed_slow(given);
+		return;
+	}
+	wsp_tally_add(&t->frees, 1);
+	wsp_tally_add(&t->given_back, given);
+	wsp_tally_live(t, -(int64_t)given);
+}
+
+/* Write the sum of the tallies (HEAP_TOTALS) if it changed: the writer. */
+void wsp_tally_record(void);
+/* Around fork. */
+void wsp_tally_lock(void);
+void wsp_tally_unlock(bool child);
+
 /* ---- hooks_cuda.c ---------------------------------------------------- */
 
 /* Record the free memory of every device the program allocated on, from

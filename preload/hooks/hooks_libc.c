@@ -123,6 +123,8 @@ static __attribute__((noinline)) void record_heap_alloc(unsigned op, void *p, si
  * (before the settings are read, sampling decides after wsp_enter). */
 static inline void note_heap_alloc(unsigned op, void *p, size_t size)
 {
+	if (wsp_tally_on() && p)
+		wsp_tally_alloc(p, size);
 	if (!wsp_recording_on())
 		return; /* not recorded: not remembered as sampled either */
 	bool decided = p && wsp_cfg.sample_bytes && !wsp_tls.guard;
@@ -160,6 +162,8 @@ static __attribute__((noinline)) void record_free(unsigned op, void *p)
 /* With sampling, the free of a block not sampled costs one lookup. */
 static inline void note_free(unsigned op, void *p)
 {
+	if (wsp_tally_on())
+		wsp_tally_freed(wsp_tally_size(p));
 	if (!wsp_cfg.sample_bytes || wsp_sample_maybe_live(p))
 		record_free(op, p);
 }
@@ -235,6 +239,8 @@ static void *out_of_pool(void *old, size_t size)
 static void *resize(unsigned op, void *old, size_t size)
 {
 	int e = errno;
+	bool tally = wsp_tally_on();
+	size_t old_given = tally ? wsp_tally_size(old) : 0;
 	bool rec = wsp_enter(), old_rec = false, new_rec = false, on = wsp_recording_on();
 	if (rec) {
 		old_rec = wsp_sample_release(old);
@@ -251,6 +257,13 @@ static void *resize(unsigned op, void *old, size_t size)
 		wsp_leave(e);
 	}
 	void *p = wsp_real.realloc(old, size);
+	if (tally && (p || size == 0)) { /* freed, or moved; a failure leaves it */
+		e = errno;
+		wsp_tally_freed(old_given);
+		if (p)
+			wsp_tally_alloc(p, size);
+		errno = e;
+	}
 	if (rec && size != 0) {
 		e = errno;
 		if (wsp_enter()) {

@@ -108,7 +108,9 @@ static void start(pid_t parent_traced, bool attached)
 	wsp_modules_init();
 	wsp_writer_on_flush(wsp_cuda_sample);     /* device memory samples go out with each flush */
 	wsp_writer_on_flush(wsp_recording_catch_up); /* a toggle by signal, while nothing else is recorded */
+	wsp_writer_on_flush(wsp_tally_record);   /* a sampled heap's totals, with each flush */
 	wsp_writer_on_finish(wsp_sampler_finish); /* the sampler's last windows before the footer */
+	wsp_writer_on_finish(wsp_tally_record);   /* and the last totals */
 	wsp_writer_start_thread();
 	wsp_sampler_start();
 	if (!attached)
@@ -236,6 +238,7 @@ void wsp_process_detach(void)
 {
 	if (!wsp_writer_finish_from_signal(WSP_FINISH_TIMEOUT_MS) && !wsp_writer_thread_running()) {
 		wsp_sampler_finish();
+		wsp_tally_record();
 		wsp_writer_finish();
 	}
 	wsp_sampler_wait_gone(WSP_FINISH_TIMEOUT_MS);
@@ -260,6 +263,7 @@ __attribute__((destructor)) static void on_unload(void)
 	if (wsp_is_traced_process()) {
 		wsp_recording_catch_up();
 		wsp_sampler_finish();
+		wsp_tally_record();
 		wsp_writer_finish();
 	}
 	wsp_tls.guard--;
@@ -278,12 +282,14 @@ static void fork_prepare(void)
 		wsp_modules_lock();
 		wsp_events_lock_all();
 		wsp_sample_lock_all();
+		wsp_tally_lock();
 	}
 }
 
 static void fork_parent(void)
 {
 	if (fork_locked) {
+		wsp_tally_unlock(false);
 		wsp_sample_unlock_all();
 		wsp_events_unlock_all();
 		wsp_modules_unlock();
@@ -305,6 +311,7 @@ static void fork_child(void)
 		wsp_rescue_reset_after_fork(); /* after the buffers: they ask which are the parent's */
 		wsp_sampler_reset_after_fork();
 		atomic_store(&wsp_ending, WSPROF_END_UNKNOWN);
+		wsp_tally_unlock(true); /* the child's totals go on from the parent's: it has its blocks */
 		wsp_sample_unlock_all(); /* the child's frees of inherited sampled blocks stay untracked frees */
 		if (wsp_cfg.follow)
 			start(parent, false);

@@ -21,11 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 TestSuite(sampled, .fini = wt_cleanup, .timeout = 120);
 
 #define RATE "65536"
-#define LABEL "sampled: 1 in 65,536 bytes; heap figures are estimates"
+#define LABEL "sampled: 1 in 65,536 bytes; heap totals counted, heap call sites estimated"
 
 static void record(struct wt_recording *rec, const char *rate, const char *rounds)
 {
@@ -108,6 +109,74 @@ Test(sampled, estimates_are_within_five_standard_deviations_of_the_books)
 	wt_recording_free(&rec);
 }
 
+static void expect_within(const char *what, uint64_t got, uint64_t want, uint64_t slack)
+{
+	uint64_t off = got > want ? got - want : want - got;
+	cr_expect_leq(off, slack, "%s: counted %llu, the program's books say %llu (%llu off, %llu allowed)", what,
+		      (unsigned long long)got, (unsigned long long)want, (unsigned long long)off,
+		      (unsigned long long)slack);
+}
+
+/* The whole process's totals (no --caller) are counted, not estimated:
+ * the program's books plus the few blocks libc and the threads take
+ * (stdio's buffer, each thread's). Live and peak bytes are the
+ * allocator's usable bytes scaled by what allocations asked of it, the
+ * peak seen within 16 KiB per thread. */
+static void expect_counted_whole(const char *preload)
+{
+	struct wt_recording rec;
+	char *prog = wt_prog("alloc_sampled"), env[4200];
+	snprintf(env, sizeof env, "LD_PRELOAD=%s", preload ? preload : "");
+	wt_record_with(&rec, (const char *[]){ "WSPROF_SAMPLE_SEED=20261129", preload ? env : NULL, NULL },
+		       (const char *[]){ "--sample-bytes", RATE, NULL }, prog, (const char *[]){ "200000", NULL });
+	free(prog);
+	wt_assert_status(&rec.run, 0, "wsprof record --sample-bytes alloc_sampled");
+	cr_assert(rec.expect, "alloc_sampled wrote no expect file");
+	struct wt_json *sum = wt_summary(rec.trace, NULL);
+	if (preload)
+		cr_expect(strstr(wt_json_str(sum, "recorder.allocator") ? wt_json_str(sum, "recorder.allocator") : "", "jemalloc"),
+			  "jemalloc did not serve malloc");
+	bool counted = false;
+	cr_expect(wt_json_bool(sum, "kinds.heap.counted", &counted) && counted, "the heap's totals are not counted");
+	cr_expect_null(wt_json_get(sum, "kinds.heap.estimated"), "counted totals are called estimates");
+	static const char *const counts[] = { "allocations", "frees", "leaked_blocks" };
+	for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+		char got[64], want[64];
+		snprintf(got, sizeof got, "kinds.heap.%s", counts[i]);
+		snprintf(want, sizeof want, "heap.%s", counts[i]);
+		uint64_t g = wt_u64(sum, got), w = wt_u64(rec.expect, want);
+		cr_expect(g >= w && g <= w + 16, "%s: counted %llu, the program's books say %llu (and libc's few)", counts[i],
+			  (unsigned long long)g, (unsigned long long)w);
+	}
+	uint64_t total = wt_u64(sum, "kinds.heap.total_bytes"), books = wt_u64(rec.expect, "heap.total_bytes");
+	cr_expect(total >= books && total <= books + 65536, "total_bytes: counted %llu, the books say %llu",
+		  (unsigned long long)total, (unsigned long long)books);
+	uint64_t leaked = wt_u64(rec.expect, "heap.leaked_bytes"), peak = wt_u64(rec.expect, "heap.peak_bytes");
+	expect_within("leaked_bytes", wt_u64(sum, "kinds.heap.leaked_bytes"), leaked, leaked / 100 + 16384);
+	expect_within("peak_bytes", wt_u64(sum, "kinds.heap.peak_bytes"), peak, peak / 50 + 3 * 16384);
+	const struct wt_json *share = wt_json_get(sum, "kinds.heap.usable_share");
+	double s = share && share->type == WT_JSON_NUMBER ? strtod(share->text, NULL) : 0;
+	cr_expect(s > 0.8 && s <= 1, "usable_share %f: the sizes asked for are most of the usable sizes", s);
+	wt_json_free(sum);
+	char *text = wt_wsprof_ok((const char *[]){ "report", "summary", rec.trace, NULL }, 0);
+	cr_expect(strstr(text, "counted whole while sampling"), "the summary does not say how the heap was counted:\n%s", text);
+	free(text);
+	wt_recording_free(&rec);
+}
+
+Test(sampled, the_heap_totals_are_counted_whole)
+{
+	expect_counted_whole(NULL); /* glibc: the sizes read from the blocks' headers */
+}
+
+Test(sampled, the_heap_totals_are_counted_whole_on_jemalloc)
+{
+	const char *so = getenv("WSPROF_TEST_JEMALLOC");
+	if (!so || !*so || access(so, R_OK) != 0)
+		cr_skip_test("no libjemalloc.so.2: install libjemalloc-dev (./dev.sh does)");
+	expect_counted_whole(so); /* its malloc_usable_size, asked */
+}
+
 Test(sampled, one_byte_records_every_block_and_the_figures_are_exact)
 {
 	struct wt_recording rec;
@@ -125,7 +194,7 @@ static void expect_label(const char *text, const char *what)
 	cr_expect(strstr(text, LABEL), "%s does not say its heap figures are estimates:\n%s", what, text);
 }
 
-Test(sampled, every_report_says_its_heap_figures_are_estimates)
+Test(sampled, every_report_says_it_was_sampled_and_what_is_estimated)
 {
 	struct wt_recording rec;
 	record(&rec, RATE, "40000");
@@ -133,8 +202,11 @@ Test(sampled, every_report_says_its_heap_figures_are_estimates)
 	char *text = wt_wsprof_ok((const char *[]){ "report", "summary", t, NULL }, 0);
 	expect_label(text, "report summary");
 	const char *row = strstr(text, "\n  heap ");
-	cr_expect(row && strchr(row + 1, '~') && strchr(row + 1, '~') < strchr(row + 1, '\n'),
-		  "the heap row's figures carry '~':\n%s", text);
+	cr_expect(row && (!strchr(row + 1, '~') || strchr(row + 1, '~') > strchr(row + 1, '\n')),
+		  "the heap row's counted figures carry '~':\n%s", text);
+	free(text);
+	text = wt_wsprof_ok((const char *[]){ "report", "callsites", t, NULL }, 0);
+	cr_expect(strstr(text, "~"), "the call sites' estimated figures carry no '~':\n%s", text);
 	free(text);
 	static const char *const views[] = { "callsites", "leaks", "timeline", "state", "heatmap" };
 	for (size_t i = 0; i < sizeof views / sizeof *views; i++) {
@@ -162,8 +234,8 @@ Test(sampled, every_report_says_its_heap_figures_are_estimates)
 	free(text);
 	free(wt_wsprof_ok((const char *[]){ "export", "--perfetto", "-o", json, t, NULL }, 0));
 	text = wt_read_file(json, NULL);
-	cr_expect(strstr(text, "\"heap allocated (estimated)\"") && strstr(text, "\"sample_bytes\":65536"),
-		  "the Perfetto export names the heap track an estimate");
+	cr_expect(strstr(text, "\"heap allocated\"") && strstr(text, "\"sample_bytes\":65536"),
+		  "the Perfetto export's heap track is counted, and says the trace was sampled");
 	free(text);
 	free(pdf), free(svg), free(json);
 	wt_recording_free(&rec);

@@ -200,3 +200,83 @@ Test(estimates, the_rate_comes_from_the_config_record)
 	pr.sample_bytes = 524288;
 	cr_expect_eq(rate_read_back(&pr), 524288);
 }
+
+/* ---- counted totals (HEAP_TOTALS, format 2.5) ---------------------------- */
+
+static void totals(uint64_t time, const wsprof_heap_totals *h)
+{
+	seq++;
+	wsprof_event e = { .type = WSPROF_EV_HEAP_TOTALS, .seq = seq, .time_ns = time, .heap_totals = h };
+	cr_assert_eq(wsp_model_apply(m, NULL, &e), 0);
+}
+
+/* The totals replace the estimates at the finish: counts and bytes asked
+ * for as they are, live and peak bytes the usable ones scaled by the
+ * share asked for, the peak the highest of any record's (and when), the
+ * live series from the records; the estimates stay beside them. */
+Test(estimates, counted_totals_replace_the_estimated_ones_at_the_finish)
+{
+	m = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = N });
+	cr_assert(m);
+	ev(WSPROF_EV_ALLOC, WSPROF_KIND_HEAP, WSPROF_OP_MALLOC, 1, 0x1000, 100000); /* a sampled block */
+	const struct wsp_kind_stats before = *heap();
+	/* 1,000 allocations of 900 bytes asked, 1,000 usable; half freed. */
+	totals(1000000, &(wsprof_heap_totals){ .allocations = 600, .frees = 100, .requested = 540000, .given = 600000,
+					    .given_back = 100000, .peak = 800000, .peak_ns = 500000 });
+	totals(2000000, &(wsprof_heap_totals){ .allocations = 1000, .frees = 500, .requested = 900000, .given = 1000000,
+					    .given_back = 500000, .peak = 600000, .peak_ns = 1500000 });
+	cr_expect_eq(heap()->allocations, before.allocations, "the estimates hold until the finish");
+	cr_assert_eq(wsp_model_finish(m), 0);
+	double share = 0;
+	cr_assert(wsp_model_heap_counted(m, &share));
+	cr_expect_float_eq(share, 0.9, 1e-12);
+	cr_expect(!wsp_model_totals_estimated(m, WSPROF_KIND_HEAP));
+	cr_expect(wsp_model_estimated(m, WSPROF_KIND_HEAP), "the call sites are still estimates");
+	cr_expect_eq(heap()->allocations, 1000);
+	cr_expect_eq(heap()->frees, 500);
+	cr_expect_eq(heap()->total_bytes, 900000);
+	cr_expect_eq(heap()->live_blocks, 500);
+	cr_expect_eq(heap()->live_bytes, 450000, "500,000 usable bytes x 0.9");
+	cr_expect_eq(heap()->peak_bytes, 720000, "the first record's 800,000 x 0.9 (its share then: 0.9)");
+	cr_expect_eq(heap()->peak_time_ns, 500000);
+	const struct wsp_kind_stats *e = wsp_model_heap_estimates(m);
+	cr_assert(e);
+	cr_expect_eq(e->allocations, before.allocations);
+	cr_expect_eq(e->peak_bytes, before.peak_bytes);
+	const struct wsp_series *s = wsp_model_live_series(m, WSPROF_KIND_HEAP);
+	uint64_t high = 0;
+	for (size_t i = 0; i < s->n; i++)
+		high = s->p[i].hi > high ? s->p[i].hi : high;
+	cr_expect_eq(high, 720000, "the live series is the records'");
+}
+
+/* Where the totals count what the recorded blocks do not, the estimates
+ * stay: a paused span (or an attach), a forked child (its inheritance),
+ * --caller (some allocations only); and a trace without any. */
+Test(estimates, counted_totals_are_not_used_where_they_count_something_else)
+{
+	const wsprof_heap_totals h = { .allocations = 10, .frees = 5, .requested = 1000, .given = 1000, .given_back = 500,
+				       .peak = 700, .peak_ns = 5 };
+	static const char *const callers[] = { "libfoo.so", NULL };
+	for (int c = 0; c < 4; c++) {
+		m = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = N, .child = c == 1,
+							      .callers = c == 2 ? callers : NULL });
+		cr_assert(m);
+		seq = 0;
+		if (c == 0) {
+			seq++;
+			wsprof_event r = { .type = WSPROF_EV_RECORDING, .seq = seq, .time_ns = 1, .size = 0,
+					   .op = WSPROF_REC_CALL };
+			cr_assert_eq(wsp_model_apply(m, NULL, &r), 0);
+		}
+		if (c != 3)
+			totals(10, &h);
+		cr_assert_eq(wsp_model_finish(m), 0);
+		cr_expect(!wsp_model_heap_counted(m, NULL), "case %d: counted", c);
+		cr_expect(wsp_model_totals_estimated(m, WSPROF_KIND_HEAP), "case %d", c);
+		cr_expect_null(wsp_model_heap_estimates(m));
+		cr_expect_eq(heap()->allocations, 0, "case %d: the estimates (nothing sampled)", c);
+		wsp_model_free(m);
+	}
+	m = NULL;
+}

@@ -672,6 +672,39 @@ Test(reader_v11, samples_decode_regions_rss_and_device_memory)
 	tb_fini(&b);
 }
 
+Test(reader_v25, heap_totals_decode_whole)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	tb_header(&b, NULL);
+	tb_segment(&b, 30, 0, 0);
+	const wsprof_heap_totals h = { .allocations = 2000005, .frees = 2000002, .requested = 4096ull << 20,
+				       .given = (4096ull << 20) + 12345, .given_back = 4096ull << 20, .peak = 4431731,
+				       .peak_ns = 150000000 };
+	tb_ev_rss(&b, 1, 100000000, 1);
+	tb_ev_heap_totals(&b, 2, 200000000, &h);
+	tb_sync(&b, 3, 200000003);
+	tb_chunk(&b);
+	tb_footer(&b, 200000004);
+
+	wsprof_trace *t = open_built(&b);
+	wsprof_event ev;
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.type, WSPROF_EV_RSS);
+	cr_expect_null(ev.heap_totals, "only HEAP_TOTALS events have totals");
+	cr_assert_eq(wsprof_trace_next(t, &ev), 1);
+	cr_expect_eq(ev.type, WSPROF_EV_HEAP_TOTALS);
+	cr_expect_eq(ev.time_ns, 200000000);
+	cr_assert(ev.heap_totals);
+	cr_expect_eq(memcmp(ev.heap_totals, &h, sizeof h), 0, "the totals read back differ");
+	cr_expect_eq(wsprof_trace_next(t, &ev), 0);
+	wsprof_trace_status st = status_of(t);
+	cr_expect(st.complete, "error %s", wsprof_strerror(st.error));
+	cr_expect_eq(st.events, 0, "totals are not event records");
+	wsprof_trace_close(t);
+	tb_fini(&b);
+}
+
 /* ---- stacks --------------------------------------------------------- */
 
 /* Nodes: 1 main <- 2 run <- 3 work, and 4 parse called from main. */

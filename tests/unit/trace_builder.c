@@ -344,6 +344,15 @@ void tb_ev_recording(struct trace_builder *b, uint64_t seq, uint64_t time, bool 
 	emit(b, WSP_REC_RECORDING, &pl);
 }
 
+void tb_ev_heap_totals(struct trace_builder *b, uint64_t seq, uint64_t time, const struct wsprof_heap_totals *h)
+{
+	struct payload pl = stamp(b, seq, time);
+	const uint64_t f[] = { h->allocations, h->frees, h->requested, h->given, h->given_back, h->peak, h->peak_ns };
+	for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+		pl_varint(&pl, f[i]);
+	emit(b, WSP_REC_HEAP_TOTALS, &pl);
+}
+
 void tb_ev_exec(struct trace_builder *b, uint64_t seq, uint64_t time, const char *path)
 {
 	struct payload pl = stamp(b, seq, time);

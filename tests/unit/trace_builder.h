@@ -142,6 +142,9 @@ void tb_ev_annotate(struct trace_builder *b, uint64_t seq, uint64_t time, unsign
 void tb_ev_access(struct trace_builder *b, uint64_t seq, uint64_t time, unsigned source, uint64_t window_ns,
 		  const struct tb_region *regions, size_t n);
 void tb_ev_rss(struct trace_builder *b, uint64_t seq, uint64_t time, uint64_t resident);
+/* A sampled heap's totals (format 2.5): the fields of wsprof_heap_totals. */
+struct wsprof_heap_totals;
+void tb_ev_heap_totals(struct trace_builder *b, uint64_t seq, uint64_t time, const struct wsprof_heap_totals *h);
 void tb_ev_device_memory(struct trace_builder *b, uint64_t seq, uint64_t time, int device, uint64_t free_bytes,
 			 uint64_t total_bytes);
 
