@@ -15,6 +15,8 @@ void wsp_sampler_probe(void);
 /* Recording ends (exit, exec, no trace file): stop what runs outside the
  * process on its behalf (the kdamond). */
 void wsp_sampler_finish(void);
+/* Forget the ranges registered for an earlier trace (a new attach's). */
+void wsp_sampler_reset(void);
 /* Start the sampling thread (after the header). */
 void wsp_sampler_start(void);
 /* Wait (at most timeout_ms) until the sampler thread, told to stop by

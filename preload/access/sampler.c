@@ -1237,6 +1237,17 @@ void wsp_sampler_finish(void)
 	wsp_damon_close();
 }
 
+/* Before a later attach's trace: the ranges the last one registered went
+ * with its userfaultfd (closed as its thread ended), so none is known. The
+ * descriptor of memory given back stays: the hooks may still hold it. */
+void wsp_sampler_reset(void)
+{
+	ntracked = nnext = nstore = 0;
+	last_scan_ns = 0;
+	last_cpu_ns = 0;
+	wp.cursor = 0;
+}
+
 /* In a forked child: the descriptors name the parent's memory, and the
  * child's mappings are not registered (no UFFD_FEATURE_EVENT_FORK). The
  * parent's sampler stack and tables, copied into the child, are reused. */
@@ -1249,8 +1260,5 @@ void wsp_sampler_reset_after_fork(void)
 	close_fd(&maps_fd);
 	close_fd(&statm_fd);
 	wsp_damon_forget_after_fork();
-	ntracked = nnext = nstore = 0;
-	last_scan_ns = 0;
-	last_cpu_ns = 0; /* a child's CPU clock starts again */
-	wp.cursor = 0;
+	wsp_sampler_reset(); /* a child's CPU clock starts again too */
 }

@@ -105,7 +105,9 @@ static uint64_t coarse_now_ns(void)
 
 static void to_level(int64_t change)
 {
-	raise_peak(atomic_fetch_add_explicit(&level, change, memory_order_relaxed) + change);
+	int64_t now = atomic_fetch_add_explicit(&level, change, memory_order_relaxed) + change;
+	if (change > 0) /* a fall is never a peak */
+		raise_peak(now);
 }
 
 /* The level moved: a record if the last one is old enough (guard not held). */

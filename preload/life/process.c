@@ -213,10 +213,12 @@ int wsp_process_attach(const char *output)
 		return -ENAMETOOLONG;
 	}
 	/* The program's environment has no settings of wsprof record's; a
-	 * child it forks is not followed; written pages are not sampled (the
-	 * sampler would write-protect the program's memory). */
+	 * child it forks is not followed. Written pages are sampled as under
+	 * record: the sampler's userfaultfd write-protects the program's
+	 * memory while the attach lasts, and closing it at the end gives every
+	 * page back unprotected (the kernel clears the marks). */
 	wsp_cfg.manifest[0] = wsp_cfg.rescue[0] = wsp_cfg.follow_pattern[0] = 0;
-	wsp_cfg.follow = wsp_cfg.access = wsp_cfg.start_paused = false;
+	wsp_cfg.follow = wsp_cfg.start_paused = false;
 	wsp_cfg.toggle_signal = 0;
 	static bool once; /* only ever one attach at a time */
 	if (!once) {
@@ -224,6 +226,7 @@ int wsp_process_attach(const char *output)
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
 		once = true;
 	} else { /* an earlier attach's trace is finished: start anew */
+		wsp_sampler_reset();
 		wsp_events_discard();
 		wsp_stacks_reset_after_fork();
 		wsp_modules_reset();

@@ -13,12 +13,15 @@
  * row, two traces; the program's output and exit status unchanged; a
  * refusal in one line when ptrace is not allowed (a simulated
  * kernel.yama.ptrace_scope of 3), the program undisturbed, and for a
- * process that does not exist. These skip
+ * process that does not exist; written pages sampled while attached (the
+ * program's memory write-protected then) and not one page left protected,
+ * nor a userfaultfd left open, after. These skip
  * where this machine does not let a process ptrace another.
  */
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +157,106 @@ Test(attach, wsprof_attach_to_a_running_service)
 		cr_skip_test("this machine does not let a process ptrace another");
 	}
 	expect_ticks(trace);
+	expect_service_undisturbed(&p);
+	free(trace);
+}
+
+/* The process's userfaultfd descriptors and write-protected pages (the
+ * uffd-wp bit of /proc/PID/pagemap) in its private writable memory. */
+static void protection_of(pid_t pid, unsigned *uffds, uint64_t *wp_pages)
+{
+	char path[64], link[256];
+	*uffds = 0;
+	*wp_pages = 0;
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	cr_assert(d, "cannot list %s", path);
+	for (struct dirent *e; (e = readdir(d));) {
+		char fd[320];
+		snprintf(fd, sizeof fd, "%s/%s", path, e->d_name);
+		ssize_t n = readlink(fd, link, sizeof link - 1);
+		if (n > 0 && (link[n] = 0, strstr(link, "userfaultfd")))
+			(*uffds)++;
+	}
+	closedir(d);
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	FILE *maps = fopen(path, "r");
+	snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
+	FILE *pm = fopen(path, "rb");
+	cr_assert(maps && pm, "cannot read the maps and pagemap of %d", (int)pid);
+	char line[512];
+	while (fgets(line, sizeof line, maps)) {
+		unsigned long long lo, hi;
+		char perms[8];
+		if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || strcmp(perms, "rw-p"))
+			continue;
+		fseek(pm, (long)(lo / 4096 * 8), SEEK_SET);
+		for (unsigned long long a = lo; a < hi; a += 4096) {
+			uint64_t entry;
+			if (fread(&entry, sizeof entry, 1, pm) != 1)
+				break;
+			*wp_pages += entry >> 57 & 1;
+		}
+	}
+	fclose(maps);
+	fclose(pm);
+}
+
+/* Written pages are sampled in an attached process as under record: its
+ * memory is write-protected (asynchronously: it only takes minor faults)
+ * while the attach lasts, and not one page stays protected after it, nor
+ * any userfaultfd of wsprof's. */
+Test(attach, written_pages_are_sampled_and_nothing_stays_protected)
+{
+	struct wt_proc p;
+	start_service(&p);
+	char *trace = wt_path(wt_test_dir(), "w.wsp"), spid[16];
+	snprintf(spid, sizeof spid, "%d", (int)p.pid);
+	struct wt_proc a;
+	cr_assert_eq(wt_spawn(&a, (const char *[]){ wt_wsprof(), "attach", "--duration", "2", "-o", trace, spid, NULL }), 0);
+	struct timespec wait = { 1, 200 * 1000000 };
+	nanosleep(&wait, NULL);
+	unsigned uffds_during, uffds_after;
+	uint64_t wp_during, wp_after;
+	protection_of(p.pid, &uffds_during, &wp_during);
+	struct wt_result r;
+	wt_wait(&a, &r);
+	if (r.status == 1 && strstr(r.err, "cannot ptrace")) {
+		wt_result_free(&r);
+		kill(p.pid, SIGKILL);
+		free(trace);
+		cr_skip_test("this machine does not let a process ptrace another");
+	}
+	wt_assert_status(&r, 0, "wsprof attach");
+	wt_result_free(&r);
+	protection_of(p.pid, &uffds_after, &wp_after);
+	struct wt_json *s = wt_summary(trace, NULL);
+	bool writes = false;
+	const struct wt_json *sources = wt_json_get(s, "access.sources");
+	for (size_t i = 0; sources && i < sources->count; i++)
+		writes = writes || (sources->items[i].text && !strcmp(sources->items[i].text, "written pages"));
+	const char *note = wt_json_str(s, "access.note");
+	cr_expect(!note || !strstr(note, "access sampling off"), "access sampling was off in the attached process: %s", note);
+	if (writes) {
+		cr_expect_eq(uffds_during, 1, "while attached, wsprof's userfaultfd is open");
+		cr_expect_gt(wp_during, 0, "while attached, the program's memory is write-protected");
+		struct wt_result wr;
+		wt_run(&wr, (const char *[]){ wt_wsprof(), "report", "wss", "--json", trace, NULL });
+		wt_assert_status(&wr, 0, "wsprof report wss");
+		char why[256];
+		struct wt_json *w = wt_json_parse(wr.out, why, sizeof why);
+		cr_assert(w, "wss --json: %s", why);
+		cr_expect_gt(wt_u64(w, "percentiles_by_source.writes.p100"), 0, "tick's writes were seen");
+		wt_json_free(w);
+		wt_result_free(&wr);
+	} else {
+		cr_log_warn("no written pages on this kernel (%s): only what is left after the attach is checked",
+			    note ? note : "no note");
+	}
+	cr_expect_eq(uffds_after, 0, "a userfaultfd of wsprof's is left open in the program");
+	cr_expect_eq(wp_after, 0, "%llu pages of the program stay write-protected after the attach",
+		     (unsigned long long)wp_after);
+	wt_json_free(s);
 	expect_service_undisturbed(&p);
 	free(trace);
 }
