@@ -11,7 +11,8 @@
  * libwsprof itself and the libraries it records with (libunwind, libzstd)
  * are left alone: their calls reach the real allocator, as under
  * LD_PRELOAD. The hooks call the real functions as RTLD_DEFAULT finds them
- * (bootstrap.c).
+ * (bootstrap.c). The files whose wsprof.h calls found no library before
+ * the attach are told to look again (below).
  *
  * Recording ends when the control FIFO wsprof attach holds open is
  * closed (it ended, or died), or at wsprof_attach_end(): RECORDING off
@@ -198,11 +199,82 @@ static void patch_module(const struct dl_phdr_info *info)
 	pthread_mutex_unlock(&patch_lock);
 }
 
+/* ---- wsprof.h's calls ----------------------------------------------------
+ * Each file including include/wsprof.h keeps, in a static pointer named
+ * wsprof__api, what its first call found: the library's functions, or
+ * NULL when it was absent, and then stays silent. Those that looked before
+ * the attach are found by name in the module's symbol table (.symtab, read
+ * from its file: it is not loaded) and told to look again (the value
+ * WSPROF__UNRESOLVED, 1). A stripped module keeps its silence. */
+#define ANN_SYMBOL "wsprof__api"
+
+static bool ann_symbol(const char *name)
+{
+	size_t n = sizeof ANN_SYMBOL - 1;
+	return !strncmp(name, ANN_SYMBOL, n) && (name[n] == 0 || name[n] == '.'); /* wsprof__api.0, .lto_priv.0 */
+}
+
+/* Is [a, a + size) in one of the module's writable loaded segments? */
+static bool in_writable(const struct dl_phdr_info *info, uintptr_t a, size_t size)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W) && a >= lo && a - lo + size <= ph->p_memsz)
+			return true;
+	}
+	return false;
+}
+
+static void reopen_annotations(const struct dl_phdr_info *info)
+{
+	const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	off_t end = lseek(fd, 0, SEEK_END);
+	const uint8_t *f = end > (off_t)sizeof(ElfW(Ehdr)) ? mmap(NULL, (size_t)end, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	close(fd);
+	if (f == MAP_FAILED)
+		return;
+	size_t size = (size_t)end;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
+	bool ok = !memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+		  eh->e_shentsize == sizeof(ElfW(Shdr)) && eh->e_shoff < size &&
+		  (size - eh->e_shoff) / sizeof(ElfW(Shdr)) >= eh->e_shnum;
+	const ElfW(Shdr) *sh = ok ? (const ElfW(Shdr) *)(f + eh->e_shoff) : NULL;
+	for (size_t i = 0; ok && i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+			continue;
+		const ElfW(Shdr) *st = &sh[sh[i].sh_link];
+		if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset || st->sh_offset > size ||
+		    st->sh_size > size - st->sh_offset || !st->sh_size)
+			break;
+		const ElfW(Sym) *sym = (const ElfW(Sym) *)(f + sh[i].sh_offset);
+		const char *names = (const char *)(f + st->sh_offset);
+		for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++) {
+			if (ELF64_ST_TYPE(sym[k].st_info) != STT_OBJECT || sym[k].st_size != sizeof(void *) ||
+			    sym[k].st_name >= st->sh_size || !memchr(names + sym[k].st_name, 0, st->sh_size - sym[k].st_name) ||
+			    !ann_symbol(names + sym[k].st_name))
+				continue;
+			uintptr_t a = info->dlpi_addr + sym[k].st_value;
+			if (!in_writable(info, a, sizeof(void *)))
+				continue;
+			void *absent = NULL;
+			__atomic_compare_exchange_n((void **)a, &absent, (void *)1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		}
+		break;
+	}
+	munmap((void *)f, size);
+}
+
 static void on_module(const struct dl_phdr_info *info, const char *path)
 {
 	(void)path;
-	if (atomic_load(&patching))
-		patch_module(info);
+	if (!atomic_load(&patching) || left_alone(info))
+		return;
+	patch_module(info);
+	reopen_annotations(info);
 }
 
 /* Put back what each slot held, in the modules still loaded. */

@@ -15,7 +15,8 @@
  * kernel.yama.ptrace_scope of 3), the program undisturbed, and for a
  * process that does not exist; written pages sampled while attached (the
  * program's memory write-protected then) and not one page left protected,
- * nor a userfaultfd left open, after. These skip
+ * nor a userfaultfd left open, after; wsprof.h calls of a file that looked
+ * for the library before the attach heard after it. These skip
  * where this machine does not let a process ptrace another.
  */
 #include "harness.h"
@@ -257,6 +258,43 @@ Test(attach, written_pages_are_sampled_and_nothing_stays_protected)
 	cr_expect_eq(wp_after, 0, "%llu pages of the program stay write-protected after the attach",
 		     (unsigned long long)wp_after);
 	wt_json_free(s);
+	expect_service_undisturbed(&p);
+	free(trace);
+}
+
+/* service names each block it makes (wsprof.h) from its first tick on,
+ * long before the attach: the file's first call found no wsprof and kept
+ * that in mind; the attach tells it to look again, so the blocks of the
+ * attached span have their name. */
+Test(attach, wsprof_h_calls_made_before_the_attach_are_heard_after_it)
+{
+	struct wt_proc p;
+	char *prog = wt_prog("service");
+	int err = wt_spawn(&p, (const char *[]){ prog, "-", "60", "50", "named", NULL });
+	free(prog);
+	cr_assert_eq(err, 0, "cannot start service: %s", strerror(-err));
+	struct timespec settle = { 0, 300 * 1000000 };
+	nanosleep(&settle, NULL);
+	char *trace = wt_path(wt_test_dir(), "n.wsp");
+	if (!attach_for_a_second(p.pid, trace)) {
+		free(trace);
+		cr_skip_test("this machine does not let a process ptrace another");
+	}
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ wt_wsprof(), "report", "state", "--json", trace, NULL });
+	wt_assert_status(&r, 0, "wsprof report state");
+	char why[256];
+	struct wt_json *st = wt_json_parse(r.out, why, sizeof why);
+	cr_assert(st, "state --json: %s", why);
+	const struct wt_json *blocks = wt_json_get(st, "blocks");
+	size_t named = 0;
+	for (size_t i = 0; blocks && i < blocks->count; i++) {
+		const char *name = wt_json_str(&blocks->items[i], "name");
+		named += name && !strcmp(name, "tick block");
+	}
+	cr_expect_geq(named, 6, "%zu of the blocks live at the peak are named \"tick block\" (7 of 8 expected)", named);
+	wt_json_free(st);
+	wt_result_free(&r);
 	expect_service_undisturbed(&p);
 	free(trace);
 }
