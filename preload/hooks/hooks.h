@@ -152,6 +152,17 @@ void wsp_tally_unlock(bool child);
  * the writer thread, borrowing the program's context (never creating one). */
 void wsp_cuda_sample(void);
 
+/* An attached process holds the driver's functions already (cudart's
+ * table, a GOT): the real functions wsprof wraps, as the loaded driver
+ * gives them (dlsym of their names, and cuGetProcAddress by base name),
+ * each with its wrapper, into out (at most cap), and remembered as the
+ * wrappers' real functions; the driver's path into driver. Guard held.
+ * @return how many; 0 when no libcuda is loaded. */
+struct wsp_cuda_pair {
+	void *real, *wrapper;
+};
+size_t wsp_cuda_real_functions(struct wsp_cuda_pair *out, size_t cap, char *driver, size_t driver_cap);
+
 /* ---- annotate.c ------------------------------------------------------ */
 
 /* Record what the program says (enum wsprof_annotation). Safe to call from

@@ -1065,6 +1065,77 @@ static void *wrap_proc(const char *name, void *real, int version, cuuint64_t fla
 	return real;
 }
 
+/* ---- an attached process ------------------------------------------------ */
+
+struct find_driver {
+	char path[4096];
+};
+
+static int find_driver_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct find_driver *d = arg;
+	const char *n = info->dlpi_name ? info->dlpi_name : "";
+	const char *base = strrchr(n, '/');
+	base = base ? base + 1 : n;
+	if (strncmp(base, "libcuda.so", 10) != 0)
+		return 0;
+	snprintf(d->path, sizeof d->path, "%s", n);
+	return 1;
+}
+
+static size_t add_pair(struct wsp_cuda_pair *out, size_t n, size_t cap, void *real, enum fn f)
+{
+	if (!real || real == slots[f].wrapper || n == cap)
+		return n;
+	for (size_t i = 0; i < n; i++)
+		if (out[i].real == real)
+			return n;
+	remember(f, real);
+	if (!driver_handle_of)
+		driver_handle_of = real;
+	out[n] = (struct wsp_cuda_pair){ real, slots[f].wrapper };
+	return n + 1;
+}
+
+size_t wsp_cuda_real_functions(struct wsp_cuda_pair *out, size_t cap, char *driver, size_t driver_cap)
+{
+	struct find_driver d = { "" };
+	dl_iterate_phdr(find_driver_module, &d);
+	if (!d.path[0])
+		return 0;
+	void *h = dlopen(d.path, RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	snprintf(driver, driver_cap, "%s", d.path);
+	dlsym_fn sym = real_dlsym();
+	size_t n = 0;
+	for (unsigned f = 0; f < F_COUNT; f++)
+		n = add_pair(out, n, cap, sym(h, slots[f].symbol), (enum fn)f);
+	/* What cudart holds came from cuGetProcAddress, by base name, version
+	 * and flags: asked as it asks (each entry point's first version) and
+	 * at the driver's own. */
+	CUresult (*lookup)(const char *, void **, int, cuuint64_t, int *) =
+		(CUresult(*)(const char *, void **, int, cuuint64_t, int *))sym(h, "cuGetProcAddress_v2");
+	CUresult (*version_of)(int *) = (CUresult(*)(int *))sym(h, "cuDriverGetVersion");
+	int version = 0;
+	if (lookup && version_of && version_of(&version) == CUDA_SUCCESS) {
+		for (unsigned f = 0; f < F_COUNT; f++) {
+			const int versions[2] = { slots[f].min_version, slots[f].max_version ? slots[f].max_version : version };
+			for (int v = 0; v < 2; v++) {
+				void *p = NULL;
+				int status = 0;
+				if (versions[v] >= slots[f].min_version &&
+				    lookup(slots[f].base, &p, versions[v], slots[f].ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0,
+					   &status) == CUDA_SUCCESS)
+					n = add_pair(out, n, cap, p, (enum fn)f);
+			}
+		}
+	}
+	dlclose(h);
+	return n;
+}
+
 static void *cuda_dlsym(void *handle, const char *name)
 {
 	void *p = real_dlsym()(handle, name);

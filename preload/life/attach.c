@@ -45,20 +45,23 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
-/* What is redirected: the hooks of libwsprof.map for memory, and dlopen
- * and dlclose so that a library loaded meanwhile is patched at once. */
+/* What is redirected: the hooks of libwsprof.map for memory, dlopen and
+ * dlclose so that a library loaded meanwhile is patched at once, and dlsym
+ * (hooks_cuda.c: the way to the CUDA driver). */
 static const char *const hooked[] = {
 	"malloc", "free", "calloc", "realloc", "reallocarray", "cfree", "posix_memalign", "aligned_alloc",
 	"memalign", "valloc", "pvalloc", "mmap", "mmap64", "munmap", "mremap", "mprotect", "dlopen", "dlclose",
+	"dlsym", /* CUDA set up after the attach: cudart's dlsym of cuGetProcAddress gets the wrapper */
 };
 #define NHOOKED (sizeof hooked / sizeof *hooked)
 static void *hook_of[NHOOKED];
 
 struct patch {
 	void **slot;
-	void *old;
+	void *old, *now; /* what it held, what it was given (restored only if it still holds that) */
 	uintptr_t module; /* its load bias, to restore only slots still mapped */
 };
 static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -87,7 +90,7 @@ static int hook_index(const char *name)
 	return -1;
 }
 
-static bool keep_patch(void **slot, void *old, uintptr_t module)
+static bool keep_patch(void **slot, void *old, void *now, uintptr_t module)
 {
 	if (npatches == patches_cap) {
 		size_t cap = patches_cap ? patches_cap * 2 : 512;
@@ -101,7 +104,7 @@ static bool keep_patch(void **slot, void *old, uintptr_t module)
 		patches = p;
 		patches_cap = cap;
 	}
-	patches[npatches++] = (struct patch){ slot, old, module };
+	patches[npatches++] = (struct patch){ slot, old, now, module };
 	return true;
 }
 
@@ -153,7 +156,7 @@ static void patch_relocs(const struct dl_phdr_info *info, const ElfW(Rela) *rel,
 			continue;
 		void **slot = (void **)(info->dlpi_addr + rel[i].r_offset);
 		void *now = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-		if (restore || now == hook_of[h] || !keep_patch(slot, now, info->dlpi_addr))
+		if (restore || now == hook_of[h] || !keep_patch(slot, now, hook_of[h], info->dlpi_addr))
 			continue;
 		write_slot(slot, hook_of[h], relro_lo, relro_hi);
 	}
@@ -288,7 +291,8 @@ static int restore_module(struct dl_phdr_info *info, size_t size, void *arg)
 	for (size_t i = 0; i < npatches; i++) {
 		struct patch *p = &patches[i];
 		if (p->slot && p->module == info->dlpi_addr && !left_alone(info)) {
-			write_slot(p->slot, p->old, lo, hi);
+			if (__atomic_load_n(p->slot, __ATOMIC_ACQUIRE) == p->now) /* not changed since by the program */
+				write_slot(p->slot, p->old, lo, hi);
 			p->slot = NULL;
 		}
 	}
@@ -323,6 +327,98 @@ static bool find_hooks(void)
 		hook_of[i] = dlsym(h, hooked[i]);
 	dlclose(h);
 	return hook_of[0] != NULL;
+}
+
+/* ---- CUDA ---------------------------------------------------------------
+ * The CUDA hooks are reached through dlsym and cuGetProcAddress
+ * (hooks_cuda.c), which a program that set CUDA up before the attach has
+ * long called: cudart keeps the driver's functions in a table of its own,
+ * a program linked with libcuda in its GOT. So the words of every
+ * module's writable segments that hold one of the driver's functions
+ * wsprof wraps are given the wrapper, kept as patches and put back at the
+ * end like the GOT's (where the program has not changed them since).
+ * Memory is read through process_vm_readv, which fails where a page is
+ * not readable instead of faulting. Not found: tables in the heap. */
+#define CUDA_PAIRS 128
+#define SCAN_CHUNK (64 * 1024)
+
+struct cuda_scan {
+	struct wsp_cuda_pair pair[CUDA_PAIRS];
+	size_t n;
+	uintptr_t lo, hi; /* the lowest and highest real function */
+	const char *driver;
+	uint64_t *buf;
+	size_t patched;
+};
+
+static void *cuda_wrapper_of(const struct cuda_scan *c, uintptr_t w)
+{
+	if (w < c->lo || w > c->hi)
+		return NULL;
+	for (size_t i = 0; i < c->n; i++)
+		if ((uintptr_t)c->pair[i].real == w)
+			return c->pair[i].wrapper;
+	return NULL;
+}
+
+static void scan_range(struct cuda_scan *c, const struct dl_phdr_info *info, uintptr_t start, uintptr_t end,
+		       uintptr_t relro_lo, uintptr_t relro_hi)
+{
+	start = (start + 7) & ~(uintptr_t)7;
+	for (uintptr_t a = start; a + 8 <= end; a += SCAN_CHUNK) {
+		size_t len = end - a < SCAN_CHUNK ? (end - a) & ~(size_t)7 : SCAN_CHUNK;
+		struct iovec mine = { c->buf, len }, theirs = { (void *)a, len };
+		if (syscall(SYS_process_vm_readv, getpid(), &mine, 1UL, &theirs, 1UL, 0UL) != (long)len)
+			continue; /* a page not readable: left alone */
+		for (size_t i = 0; i < len / 8; i++) {
+			void *wrapper = cuda_wrapper_of(c, (uintptr_t)c->buf[i]);
+			void **slot = (void **)(a + i * 8);
+			if (!wrapper || !keep_patch(slot, (void *)(uintptr_t)c->buf[i], wrapper, info->dlpi_addr))
+				continue;
+			write_slot(slot, wrapper, relro_lo, relro_hi);
+			c->patched++;
+		}
+	}
+}
+
+static int scan_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct cuda_scan *c = arg;
+	if (left_alone(info) || (info->dlpi_name && !strcmp(info->dlpi_name, c->driver)))
+		return 0;
+	uintptr_t lo, hi;
+	relro_of(info, &lo, &hi);
+	pthread_mutex_lock(&patch_lock);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W))
+			scan_range(c, info, info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz, lo, hi);
+	}
+	pthread_mutex_unlock(&patch_lock);
+	return 0;
+}
+
+/* @return how many words now lead to the wrappers. */
+static size_t redirect_cuda(void)
+{
+	static struct cuda_scan c;
+	char driver[4096];
+	c.n = wsp_cuda_real_functions(c.pair, CUDA_PAIRS, driver, sizeof driver);
+	c.patched = 0;
+	if (!c.n)
+		return 0;
+	c.lo = UINTPTR_MAX, c.hi = 0;
+	for (size_t i = 0; i < c.n; i++) {
+		uintptr_t r = (uintptr_t)c.pair[i].real;
+		c.lo = r < c.lo ? r : c.lo;
+		c.hi = r > c.hi ? r : c.hi;
+	}
+	c.driver = driver;
+	if (!c.buf && !(c.buf = wsp_pages_alloc(SCAN_CHUNK)))
+		return 0;
+	dl_iterate_phdr(scan_module, &c);
+	return c.patched;
 }
 
 /* ---- the end ---------------------------------------------------------- */
@@ -393,6 +489,8 @@ WSPROF_EXPORT int wsprof_attach_begin(const char *output, const char *control)
 	atomic_store(&patching, true);
 	wsp_modules_on_load(on_module); /* the first scan patches every module */
 	err = wsp_process_attach(output);
+	if (!err)
+		redirect_cuda();
 	if (err) {
 		restore_all();
 	} else if (control_fd >= 0 && wsp_thread_create(&control_thread, NULL, control_main) != 0) {
