@@ -173,6 +173,8 @@ PROGRAMS=(
 	"oom oom.cu"
 	"driver driver.c -cudart none -lcuda"
 	"vmm vmm.c -cudart none -lcuda"
+	"attach_static attach_service.cu"
+	"attach_shared attach_service.cu -cudart shared -Xlinker -rpath -Xlinker \$ORIGIN"
 )
 
 # The GPU's own code (-arch=native, when nvcc finds a GPU), else Hopper
@@ -475,6 +477,72 @@ check oom "out of memory, freed" 0 "" "--oom" -- oom free
 check oom_abort "out of memory, exit 1" 1 "" "--oom" -- oom abort
 # The longest flush interval: only the flush on failure can save the events.
 check oom_kill "out of memory, SIGKILL" 137 "--flush-ms 60000" "--oom --incomplete-ok --no-devices" -- oom kill
+
+# attach_check NAME TITLE PROG: start PROG (100 ticks of 50 ms, cudart set
+# up first), `wsprof attach --duration 2` to it once it is ready; the trace
+# must hold about 40 device allocations (2 s of ticks), all tick's, and the
+# program must end as it would have: 100 ticks, no failure, exit 0.
+attach_check() {
+	local name=$1 title=$2 prog=$3 s pid rc n i site
+	if [ ! -x "$BIN/$prog" ]; then
+		result FAIL "$title" "$BIN/$prog not built"
+		return
+	fi
+	s=$(step_limit 30)
+	if [ "$s" -lt 15 ]; then
+		result SKIP "$title" "out of time (budget $BUDGET_S s)"
+		return
+	fi
+	rm -f "$FILES/$name".*
+	limited "$s" "$BIN/$prog" 100 50 >"$FILES/$name.stdout" 2>"$FILES/$name.stderr" &
+	pid=$!
+	for i in $(seq 100); do
+		grep -q '^ready' "$FILES/$name.stdout" 2>/dev/null && break
+		sleep 0.1
+	done
+	if ! grep -q '^ready' "$FILES/$name.stdout" 2>/dev/null; then
+		kill "$pid" 2>/dev/null
+		wait
+		result FAIL "$title" "the program did not get CUDA ready$(last_line "$FILES/$name.stderr")"
+		return
+	fi
+	pid=$(pgrep -n -f "$BIN/$prog 100 50" || echo "$pid")
+	limited 20 "$WSPROF" attach --duration 2 -o "$FILES/$name.wsp" "$pid" >"$FILES/$name.attach.log" 2>&1
+	rc=$?
+	wait
+	if [ $rc -ne 0 ]; then
+		result FAIL "$title" "wsprof attach: exit $rc$(last_line "$FILES/$name.attach.log")"
+		return
+	fi
+	if ! grep -q '^ticks 100 failures 0$' "$FILES/$name.stdout"; then
+		result FAIL "$title" "the program did not end as it would have: $(tail -n 1 "$FILES/$name.stdout")$(last_line "$FILES/$name.stderr")"
+		return
+	fi
+	if ! summaries "$name"; then
+		result FAIL "$title" "$REPORT_PROBLEM"
+		return
+	fi
+	n=$(python3 -c 'import json, sys
+k = json.load(open(sys.argv[1])).get("kinds", {}).get("cuda_device", {})
+print(k.get("allocations", 0))' "$FILES/$name.summary.json" 2>/dev/null || echo 0)
+	if [ "${n:-0}" -lt 25 ] || [ "${n:-0}" -gt 50 ]; then
+		result FAIL "$title" "$n device allocations in the attached 2 s, about 40 expected"
+		return
+	fi
+	site=$(limited 30 "$WSPROF" report callsites --json --kind cuda_device "$FILES/$name.wsp" 2>/dev/null |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["sites"][0]["function"])' 2>/dev/null)
+	case $site in
+	tick*) ;;
+	*)
+		result FAIL "$title" "the device allocations' first call site is ${site:-none}, not tick"
+		return
+		;;
+	esac
+	result PASS "$title" "$n device allocations in the attached 2 s of 50 ms ticks, at $site; the program ended as it would have"
+	callsites "$name" cuda_device
+}
+attach_check attach_static "attach (static cudart)" attach_static
+attach_check attach_shared "attach (shared cudart)" attach_shared
 
 # ---- PyTorch ---------------------------------------------------------------------
 
