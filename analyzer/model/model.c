@@ -139,14 +139,14 @@ static int apply_totals(struct wsp_model *m, const wsprof_event *ev)
  * start, never paused, not a forked child's), all of whose allocations
  * are counted (no --caller), takes its heap totals from
  * the last HEAP_TOTALS rather than from the sampled blocks. */
-static void count_heap(struct wsp_model *m)
+/* The heap's figures with its totals counted, from the estimates' (*k)
+ * and the last HEAP_TOTALS. @return false where the totals do not apply. */
+static bool counted(const struct wsp_model *m, struct wsp_kind_stats *k)
 {
 	if (!m->has_totals || m->sample_bytes <= 1 || m->nswitches || m->child || m->callers)
-		return; /* --caller counts only some allocations: the totals hold all */
+		return false; /* --caller counts only some allocations: the totals hold all */
 	const wsprof_heap_totals *h = &m->totals;
 	double share = totals_share(h);
-	struct wsp_kind_stats *k = &m->kinds[WSPROF_KIND_HEAP];
-	m->heap_estimates = *k;
 	uint64_t estimated_peak = k->peak_bytes;
 	k->allocations = h->allocations;
 	k->frees = h->frees;
@@ -167,12 +167,28 @@ static void count_heap(struct wsp_model *m)
 	k->peak_time_ns = m->totals_peak_ns;
 	k->peak_seq = m->totals_peak_seq;
 	k->seen = k->seen || h->allocations;
+	return true;
+}
+
+static void count_heap(struct wsp_model *m)
+{
+	struct wsp_kind_stats k = m->kinds[WSPROF_KIND_HEAP];
+	if (!counted(m, &k))
+		return;
+	m->heap_estimates = m->kinds[WSPROF_KIND_HEAP];
+	m->kinds[WSPROF_KIND_HEAP] = k;
 	if (!m->totals_only) {
 		struct wsp_series estimated = m->live[WSPROF_KIND_HEAP];
 		m->live[WSPROF_KIND_HEAP] = m->totals_live;
 		m->totals_live = estimated;
 	}
 	m->heap_counted = true;
+}
+
+bool wsp_model_heap_counted_now(const struct wsp_model *m, struct wsp_kind_stats *out)
+{
+	*out = m->kinds[WSPROF_KIND_HEAP];
+	return m->heap_counted || counted(m, out);
 }
 
 /* x bytes of block b, as an estimate: x / p. */

@@ -309,6 +309,10 @@ bool wsp_model_heap_counted(const struct wsp_model *m, double *share);
 /* The heap's totals as the sampled blocks estimated them, beside the
  * counted ones (how good the estimates are); NULL when not counted. */
 const struct wsp_kind_stats *wsp_model_heap_estimates(const struct wsp_model *m);
+/* Before the finish (a trace followed as it grows): the heap's figures
+ * with its totals counted so far, into *out; false (*out the estimates)
+ * where the trace has no counted totals for them. */
+bool wsp_model_heap_counted_now(const struct wsp_model *m, struct wsp_kind_stats *out);
 /* Are this kind's totals estimates (estimated, and not counted)? */
 bool wsp_model_totals_estimated(const struct wsp_model *m, unsigned kind);
 

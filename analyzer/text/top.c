@@ -184,9 +184,14 @@ static void draw(struct follow *f, const struct top_options *o, bool tty)
 	printf("  %-12s %12s %12s %14s\n", "kind", "live", "peak", "allocations");
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
 		const struct wsp_kind_stats *s = wsp_model_kind(f->l.model, k);
+		struct wsp_kind_stats heap;
+		const char *est = wsp_est(&f->l, k);
+		if (k == WSPROF_KIND_HEAP && wsp_model_heap_counted_now(f->l.model, &heap)) {
+			s = &heap; /* a sampled trace's heap, counted */
+			est = "";
+		}
 		if (!s->seen || wsp_kind_is_address_space(k))
 			continue;
-		const char *est = wsp_est(&f->l, k);
 		char live[40], peak[40];
 		snprintf(live, sizeof live, "%s%s", est, wsp_human_bytes(a, sizeof a, s->live_bytes));
 		snprintf(peak, sizeof peak, "%s%s", est, wsp_human_bytes(b, sizeof b, s->peak_bytes));

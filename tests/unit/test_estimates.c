@@ -226,6 +226,11 @@ Test(estimates, counted_totals_replace_the_estimated_ones_at_the_finish)
 	totals(2000000, &(wsprof_heap_totals){ .allocations = 1000, .frees = 500, .requested = 900000, .given = 1000000,
 					    .given_back = 500000, .peak = 600000, .peak_ns = 1500000 });
 	cr_expect_eq(heap()->allocations, before.allocations, "the estimates hold until the finish");
+	struct wsp_kind_stats now;
+	cr_assert(wsp_model_heap_counted_now(m, &now), "a trace followed as it grows (wsprof top) has its counts");
+	cr_expect_eq(now.allocations, 1000);
+	cr_expect_eq(now.live_bytes, 450000);
+	cr_expect_eq(now.peak_bytes, 720000);
 	cr_assert_eq(wsp_model_finish(m), 0);
 	double share = 0;
 	cr_assert(wsp_model_heap_counted(m, &share));
@@ -273,6 +278,8 @@ Test(estimates, counted_totals_are_not_used_where_they_count_something_else)
 			totals(10, &h);
 		cr_assert_eq(wsp_model_finish(m), 0);
 		cr_expect(!wsp_model_heap_counted(m, NULL), "case %d: counted", c);
+		struct wsp_kind_stats now;
+		cr_expect(!wsp_model_heap_counted_now(m, &now), "case %d: counted so far", c);
 		cr_expect(wsp_model_totals_estimated(m, WSPROF_KIND_HEAP), "case %d", c);
 		cr_expect_null(wsp_model_heap_estimates(m));
 		cr_expect_eq(heap()->allocations, 0, "case %d: the estimates (nothing sampled)", c);
