@@ -14,6 +14,8 @@
 
 #include "base.h"
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <string.h>
 
 struct wsp_real wsp_real;
@@ -53,7 +55,127 @@ size_t wsp_bootstrap_size(const void *p)
 	return n;
 }
 
-#define RESOLVE(name) wsp_real.name = (__typeof__(wsp_real.name))dlsym(scope, #name)
+/* ---- loaded late: the program's own definitions -------------------------
+ * dlsym(RTLD_DEFAULT, "malloc") in a non-PIE executable that takes
+ * malloc's address (python3 does) finds the executable's canonical PLT
+ * entry: an undefined symbol whose value is its PLT stub, which jumps
+ * through the very GOT slot attach.c redirects to the hook. The function
+ * is then the first definition in an object loaded after the executable,
+ * in load order (the order of the global scope). */
+
+struct definition {
+	const char *name;
+	void *found;
+	bool exe_done;
+};
+
+static uint32_t gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+	for (; *s; s++)
+		h = h * 33 + (unsigned char)*s;
+	return h;
+}
+
+static uint32_t sysv_hash(const char *s)
+{
+	uint32_t h = 0;
+	for (; *s; s++) {
+		h = (h << 4) + (unsigned char)*s;
+		uint32_t g = h & 0xf0000000u;
+		h ^= g >> 24;
+		h &= ~g;
+	}
+	return h;
+}
+
+/* The dynamic symbol `name` of a loaded object, through its hash table. */
+static const ElfW(Sym) *dynamic_symbol(const struct dl_phdr_info *info, const char *name)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const uint32_t *gnu = NULL, *sysv = NULL;
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		uintptr_t v = dyn->d_un.d_ptr < info->dlpi_addr ? info->dlpi_addr + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
+		switch (dyn->d_tag) {
+		case DT_SYMTAB: symtab = (const ElfW(Sym) *)v; break;
+		case DT_STRTAB: strtab = (const char *)v; break;
+		case DT_GNU_HASH: gnu = (const uint32_t *)v; break;
+		case DT_HASH: sysv = (const uint32_t *)v; break;
+		default: break;
+		}
+	}
+	if (!symtab || !strtab)
+		return NULL;
+	if (gnu) {
+		uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_words = gnu[2];
+		const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + bloom_words);
+		const uint32_t *chain = buckets + nbuckets;
+		uint32_t h = gnu_hash(name), i = nbuckets ? buckets[h % nbuckets] : 0;
+		for (; i >= symoffset && i; i++) {
+			uint32_t h2 = chain[i - symoffset];
+			if ((h | 1) == (h2 | 1) && !strcmp(strtab + symtab[i].st_name, name))
+				return &symtab[i];
+			if (h2 & 1)
+				break;
+		}
+		return NULL;
+	}
+	if (sysv) {
+		uint32_t nbuckets = sysv[0];
+		const uint32_t *buckets = sysv + 2, *chain = buckets + nbuckets;
+		for (uint32_t i = nbuckets ? buckets[sysv_hash(name) % nbuckets] : 0; i; i = chain[i])
+			if (!strcmp(strtab + symtab[i].st_name, name))
+				return &symtab[i];
+	}
+	return NULL;
+}
+
+static int find_definition(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct definition *d = arg;
+	if (!d->exe_done) { /* the executable comes first */
+		d->exe_done = true;
+		return 0;
+	}
+	const ElfW(Sym) *sym = dynamic_symbol(info, d->name);
+	if (!sym || sym->st_shndx == SHN_UNDEF || !sym->st_value || ELF64_ST_TYPE(sym->st_info) == STT_TLS)
+		return 0;
+	d->found = (void *)(info->dlpi_addr + sym->st_value);
+	return 1;
+}
+
+static int exe_symbol(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct definition *d = arg;
+	const ElfW(Sym) *sym = dynamic_symbol(info, d->name);
+	d->exe_done = sym && sym->st_shndx == SHN_UNDEF && sym->st_value &&
+		      d->found == (void *)(info->dlpi_addr + sym->st_value);
+	return 1; /* the executable only */
+}
+
+static void *resolve_default(const char *name)
+{
+	struct definition d = { name, dlsym(RTLD_DEFAULT, name), false };
+	if (!d.found)
+		return NULL;
+	dl_iterate_phdr(exe_symbol, &d);
+	if (!d.exe_done)
+		return d.found; /* not the executable's PLT stub */
+	d.found = NULL;
+	d.exe_done = false;
+	dl_iterate_phdr(find_definition, &d);
+	return d.found;
+}
+
+#define RESOLVE(name) \
+	wsp_real.name = (__typeof__(wsp_real.name))(scope == RTLD_DEFAULT ? resolve_default(#name) : dlsym(scope, #name))
 
 static void resolve_in(void *scope)
 {

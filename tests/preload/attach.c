@@ -299,6 +299,53 @@ Test(attach, wsprof_h_calls_made_before_the_attach_are_heard_after_it)
 	free(trace);
 }
 
+/* Debian's python3 is a non-PIE executable that takes malloc's address:
+ * dlsym(RTLD_DEFAULT, "malloc") there finds its own PLT stub, which leads
+ * through the GOT slot the attach redirects, back to the hook (the program
+ * crashed). Attached to, it goes on; its allocations are recorded at the
+ * script's line, and ctypes' dlopen and dlsym work during the attach. */
+Test(attach, a_python_program_attached_to_runs_on)
+{
+	if (access("/usr/bin/python3", X_OK) != 0)
+		cr_skip_test("no /usr/bin/python3");
+	static const char script[] =
+		"import time, ctypes\n"
+		"keep = []\n"
+		"for i in range(60):\n"
+		"    keep.append(bytearray(200000))\n"
+		"    if len(keep) > 8: keep.pop(0)\n"
+		"    cos = ctypes.CDLL('libm.so.6').cos\n"
+		"    cos.restype, cos.argtypes = ctypes.c_double, [ctypes.c_double]\n"
+		"    assert cos(0.0) == 1.0\n"
+		"    time.sleep(0.05)\n"
+		"print('done', len(keep))\n";
+	char *py = wt_path(wt_test_dir(), "loop.py");
+	wt_write_file(py, script, sizeof script - 1);
+	struct wt_proc p;
+	cr_assert_eq(wt_spawn(&p, (const char *[]){ "/usr/bin/python3", py, NULL }), 0, "cannot start python3");
+	struct timespec settle = { 0, 400 * 1000000 };
+	nanosleep(&settle, NULL);
+	char *trace = wt_path(wt_test_dir(), "py.wsp");
+	if (!attach_for_a_second(p.pid, trace)) {
+		free(py), free(trace);
+		cr_skip_test("this machine does not let a process ptrace another");
+	}
+	struct wt_result r;
+	wt_wait(&p, &r);
+	wt_assert_status(&r, 0, "python3 attached to");
+	cr_expect(strstr(r.out, "done 8\n"), "python3's output is unchanged: %s", r.out);
+	wt_result_free(&r);
+	struct wt_json *s = wt_summary(trace, NULL);
+	uint64_t n = wt_u64(s, "kinds.heap.allocations");
+	cr_expect_geq(n, 10, "about 20 bytearrays in 1 s of 50 ms steps, found %llu heap allocations", (unsigned long long)n);
+	wt_json_free(s);
+	wt_run(&r, (const char *[]){ wt_wsprof(), "report", "callsites", trace, NULL });
+	wt_assert_status(&r, 0, "wsprof report callsites");
+	cr_expect(strstr(r.out, "loop.py:4"), "the bytearrays are the script's line 4:\n%s", r.out);
+	wt_result_free(&r);
+	free(py), free(trace);
+}
+
 Test(attach, twice_in_a_row)
 {
 	struct wt_proc p;
