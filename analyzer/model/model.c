@@ -111,6 +111,7 @@ static int apply_totals(struct wsp_model *m, const wsprof_event *ev)
 		return 0;
 	m->totals = *h;
 	m->has_totals = true;
+	m->estimated_at_totals = m->kinds[WSPROF_KIND_HEAP];
 	double share = totals_share(h);
 	uint64_t live = h->given > h->given_back ? scaled(h->given - h->given_back, share) : 0;
 	uint64_t peak = scaled(h->peak, share) > live ? scaled(h->peak, share) : live;
@@ -139,33 +140,47 @@ static int apply_totals(struct wsp_model *m, const wsprof_event *ev)
  * start, never paused, not a forked child's), all of whose allocations
  * are counted (no --caller), takes its heap totals from
  * the last HEAP_TOTALS rather than from the sampled blocks. */
+static uint64_t plus(uint64_t counted, uint64_t now, uint64_t then)
+{
+	int64_t v = (int64_t)counted + ((int64_t)now - (int64_t)then);
+	return v > 0 ? (uint64_t)v : 0;
+}
+
 /* The heap's figures with its totals counted, from the estimates' (*k)
- * and the last HEAP_TOTALS. @return false where the totals do not apply. */
+ * and the last HEAP_TOTALS. What the sampled blocks changed after that
+ * record is added as they estimate it: a trace that ended without its
+ * last record (exit_group, SIGKILL: finished by wsprof record) keeps its
+ * last moments. @return false where the totals do not apply. */
 static bool counted(const struct wsp_model *m, struct wsp_kind_stats *k)
 {
 	if (!m->has_totals || m->sample_bytes <= 1 || m->nswitches || m->child || m->callers)
 		return false; /* --caller counts only some allocations: the totals hold all */
 	const wsprof_heap_totals *h = &m->totals;
+	const struct wsp_kind_stats *then = &m->estimated_at_totals;
 	double share = totals_share(h);
 	uint64_t estimated_peak = k->peak_bytes;
-	k->allocations = h->allocations;
-	k->frees = h->frees;
-	k->total_bytes = h->requested;
-	k->live_bytes = h->given > h->given_back ? scaled(h->given - h->given_back, share) : 0;
-	k->live_blocks = h->allocations > h->frees ? h->allocations - h->frees : 0;
-	k->peak_bytes = m->totals_peak > k->live_bytes ? m->totals_peak : k->live_bytes;
+	uint64_t live = h->given > h->given_back ? scaled(h->given - h->given_back, share) : 0;
+	uint64_t blocks = h->allocations > h->frees ? h->allocations - h->frees : 0;
+	k->live_bytes = plus(live, k->live_bytes, then->live_bytes);
+	k->live_blocks = plus(blocks, k->live_blocks, then->live_blocks);
+	k->allocations = plus(h->allocations, k->allocations, then->allocations);
+	k->frees = plus(h->frees, k->frees, then->frees);
+	k->total_bytes = plus(h->requested, k->total_bytes, then->total_bytes);
+	bool peak_at_end = k->live_bytes > m->totals_peak; /* the after-record's blocks made a new one */
+	k->peak_bytes = peak_at_end ? k->live_bytes : m->totals_peak;
+	uint64_t peak_ns = peak_at_end ? m->last_time : m->totals_peak_ns;
 	/* Truly in use: the estimates' own, which never exceeds the peak; when
 	 * nothing could be given back at the estimates' peak, the peak's. */
 	if (k->in_use_peak_bytes == estimated_peak) {
 		k->in_use_peak_bytes = k->peak_bytes;
-		k->in_use_peak_time_ns = m->totals_peak_ns;
+		k->in_use_peak_time_ns = peak_ns;
 	} else if (k->in_use_peak_bytes > k->peak_bytes) {
 		k->in_use_peak_bytes = k->peak_bytes;
 	}
 	if (k->collectable_at_peak > k->peak_bytes)
 		k->collectable_at_peak = k->peak_bytes;
-	k->peak_time_ns = m->totals_peak_ns;
-	k->peak_seq = m->totals_peak_seq;
+	k->peak_time_ns = peak_ns;
+	k->peak_seq = peak_at_end ? m->seq : m->totals_peak_seq;
 	k->seen = k->seen || h->allocations;
 	return true;
 }
@@ -178,6 +193,9 @@ static void count_heap(struct wsp_model *m)
 	m->heap_estimates = m->kinds[WSPROF_KIND_HEAP];
 	m->kinds[WSPROF_KIND_HEAP] = k;
 	if (!m->totals_only) {
+		uint64_t c = k.collectable_bytes < k.live_bytes ? k.collectable_bytes : k.live_bytes;
+		if (wsp_series_note(&m->totals_live, m->last_time, k.live_bytes, k.live_bytes - c))
+			return; /* out of memory: the estimates' series stays */
 		struct wsp_series estimated = m->live[WSPROF_KIND_HEAP];
 		m->live[WSPROF_KIND_HEAP] = m->totals_live;
 		m->totals_live = estimated;

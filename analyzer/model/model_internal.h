@@ -113,6 +113,7 @@ struct wsp_model {
 	uint64_t totals_peak, totals_peak_ns, totals_peak_seq, totals_last_ns;
 	struct wsp_series totals_live;
 	struct wsp_kind_stats heap_estimates; /* what the sampled blocks made of them, when counted */
+	struct wsp_kind_stats estimated_at_totals; /* the estimates at the last HEAP_TOTALS */
 
 	uint64_t wss_bucket_ns, window_ns;
 	struct wsp_wss *wss;

@@ -226,33 +226,37 @@ Test(estimates, counted_totals_replace_the_estimated_ones_at_the_finish)
 	totals(2000000, &(wsprof_heap_totals){ .allocations = 1000, .frees = 500, .requested = 900000, .given = 1000000,
 					    .given_back = 500000, .peak = 600000, .peak_ns = 1500000 });
 	cr_expect_eq(heap()->allocations, before.allocations, "the estimates hold until the finish");
+	/* After the last record (a trace wsprof record finished after an
+	 * exit_group): a sampled block of 1 MB, as the samples estimate it. */
+	ev(WSPROF_EV_ALLOC, WSPROF_KIND_HEAP, WSPROF_OP_MALLOC, 1, 0x900000, 1000000);
+	uint64_t tail = weighed(1000000);
 	struct wsp_kind_stats now;
 	cr_assert(wsp_model_heap_counted_now(m, &now), "a trace followed as it grows (wsprof top) has its counts");
-	cr_expect_eq(now.allocations, 1000);
-	cr_expect_eq(now.live_bytes, 450000);
-	cr_expect_eq(now.peak_bytes, 720000);
+	cr_expect_eq(now.allocations, 1001, "the records' 1,000 and the block after them (p = 1)");
+	cr_expect_eq(now.live_bytes, 450000 + tail);
+	cr_expect_eq(now.peak_bytes, 450000 + tail, "the block after the records makes a new peak");
 	cr_assert_eq(wsp_model_finish(m), 0);
 	double share = 0;
 	cr_assert(wsp_model_heap_counted(m, &share));
 	cr_expect_float_eq(share, 0.9, 1e-12);
 	cr_expect(!wsp_model_totals_estimated(m, WSPROF_KIND_HEAP));
 	cr_expect(wsp_model_estimated(m, WSPROF_KIND_HEAP), "the call sites are still estimates");
-	cr_expect_eq(heap()->allocations, 1000);
+	cr_expect_eq(heap()->allocations, 1001);
 	cr_expect_eq(heap()->frees, 500);
-	cr_expect_eq(heap()->total_bytes, 900000);
-	cr_expect_eq(heap()->live_blocks, 500);
-	cr_expect_eq(heap()->live_bytes, 450000, "500,000 usable bytes x 0.9");
-	cr_expect_eq(heap()->peak_bytes, 720000, "the first record's 800,000 x 0.9 (its share then: 0.9)");
-	cr_expect_eq(heap()->peak_time_ns, 500000);
+	cr_expect_eq(heap()->total_bytes, 900000 + 1000000);
+	cr_expect_eq(heap()->live_blocks, 501);
+	cr_expect_eq(heap()->live_bytes, 450000 + tail, "500,000 usable bytes x 0.9, and the block after");
+	cr_expect_eq(heap()->peak_bytes, 450000 + tail, "above the first record's 800,000 x 0.9 = 720,000");
+	cr_expect_eq(heap()->peak_time_ns, 2000000, "the peak is at the trace's end");
 	const struct wsp_kind_stats *e = wsp_model_heap_estimates(m);
 	cr_assert(e);
-	cr_expect_eq(e->allocations, before.allocations);
-	cr_expect_eq(e->peak_bytes, before.peak_bytes);
+	cr_expect_eq(e->live_bytes, before.live_bytes + tail, "the estimates: the sampled blocks'");
+	cr_expect_eq(e->live_blocks, before.live_blocks + 1);
 	const struct wsp_series *s = wsp_model_live_series(m, WSPROF_KIND_HEAP);
 	uint64_t high = 0;
 	for (size_t i = 0; i < s->n; i++)
 		high = s->p[i].hi > high ? s->p[i].hi : high;
-	cr_expect_eq(high, 720000, "the live series is the records'");
+	cr_expect_eq(high, 450000 + tail, "the live series is the records', and the end's");
 }
 
 /* Where the totals count what the recorded blocks do not, the estimates
