@@ -108,17 +108,20 @@ static bool keep_patch(void **slot, void *old, void *now, uintptr_t module)
 	return true;
 }
 
-/* Write a GOT slot, making its page writable for the moment if it is RELRO. */
-static void write_slot(void **slot, void *value, uintptr_t relro_lo, uintptr_t relro_hi)
+/* Write a slot if it still holds `expected` (the program may write it
+ * too: a table of its own), making its page writable for the moment if
+ * it is RELRO. @return whether it was written. */
+static bool write_slot(void **slot, void *expected, void *value, uintptr_t relro_lo, uintptr_t relro_hi)
 {
 	uintptr_t a = (uintptr_t)slot;
 	bool ro = a >= relro_lo && a < relro_hi;
 	uintptr_t page = a & ~(uintptr_t)4095;
 	if (ro && syscall(SYS_mprotect, page, 4096, PROT_READ | PROT_WRITE) != 0)
-		return;
-	__atomic_store_n(slot, value, __ATOMIC_RELEASE);
+		return false;
+	bool written = __atomic_compare_exchange_n(slot, &expected, value, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	if (ro)
 		syscall(SYS_mprotect, page, 4096, PROT_READ);
+	return written;
 }
 
 /* The dynamic section's pointers: the loader has made them absolute,
@@ -158,7 +161,8 @@ static void patch_relocs(const struct dl_phdr_info *info, const ElfW(Rela) *rel,
 		void *now = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 		if (restore || now == hook_of[h] || !keep_patch(slot, now, hook_of[h], info->dlpi_addr))
 			continue;
-		write_slot(slot, hook_of[h], relro_lo, relro_hi);
+		if (!write_slot(slot, now, hook_of[h], relro_lo, relro_hi))
+			npatches--; /* changed meanwhile: not ours to put back */
 	}
 }
 
@@ -291,8 +295,7 @@ static int restore_module(struct dl_phdr_info *info, size_t size, void *arg)
 	for (size_t i = 0; i < npatches; i++) {
 		struct patch *p = &patches[i];
 		if (p->slot && p->module == info->dlpi_addr && !left_alone(info)) {
-			if (__atomic_load_n(p->slot, __ATOMIC_ACQUIRE) == p->now) /* not changed since by the program */
-				write_slot(p->slot, p->old, lo, hi);
+			write_slot(p->slot, p->now, p->old, lo, hi); /* unless the program changed it since */
 			p->slot = NULL;
 		}
 	}
@@ -375,8 +378,10 @@ static void scan_range(struct cuda_scan *c, const struct dl_phdr_info *info, uin
 			void **slot = (void **)(a + i * 8);
 			if (!wrapper || !keep_patch(slot, (void *)(uintptr_t)c->buf[i], wrapper, info->dlpi_addr))
 				continue;
-			write_slot(slot, wrapper, relro_lo, relro_hi);
-			c->patched++;
+			if (write_slot(slot, (void *)(uintptr_t)c->buf[i], wrapper, relro_lo, relro_hi))
+				c->patched++;
+			else
+				npatches--; /* changed since it was read */
 		}
 	}
 }
