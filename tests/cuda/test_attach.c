@@ -11,7 +11,6 @@
 #include "cuda_harness.h"
 
 #include <criterion/criterion.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,33 +28,23 @@ Test(cuda_attach, a_running_cuda_program_is_recorded_from_the_attach)
 	free(prog);
 	struct timespec settle = { 0, 300 * 1000000 };
 	nanosleep(&settle, NULL);
-	char *trace = wt_path(wt_test_dir(), "c.wsp"), spid[16];
-	snprintf(spid, sizeof spid, "%d", (int)p.pid);
-	struct wt_result r;
-	wt_run(&r, (const char *[]){ wt_wsprof(), "attach", "--duration", "1", "-o", trace, spid, NULL });
-	if (r.status == 1 && strstr(r.err, "cannot ptrace")) {
-		wt_result_free(&r);
-		kill(p.pid, SIGKILL);
+	char *trace = wt_path(wt_test_dir(), "c.wsp");
+	if (!wt_attach(p.pid, "1", trace)) {
 		free(trace);
 		cr_skip_test("this machine does not let a process ptrace another");
 	}
-	wt_assert_status(&r, 0, "wsprof attach");
-	wt_result_free(&r);
 
 	struct wt_json *s = wt_summary(trace, NULL);
 	uint64_t n = wt_u64(s, "kinds.cuda_device.allocations");
 	cr_expect(n >= 10 && n <= 30, "about 20 device allocations in 1 s of 50 ms ticks, found %llu", (unsigned long long)n);
 	cr_expect_geq(wt_u64(s, "untracked_frees"), 1, "frees of device blocks allocated before the attach are untracked");
 	wt_json_free(s);
-	wt_run(&r, (const char *[]){ wt_wsprof(), "report", "callsites", "--json", "--kind", "cuda_device", trace, NULL });
-	wt_assert_status(&r, 0, "wsprof report callsites");
-	char why[256];
-	struct wt_json *c = wt_json_parse(r.out, why, sizeof why);
-	cr_assert(c, "callsites --json: %s", why);
+	struct wt_json *c =
+		wt_wsprof_json((const char *[]){ "report", "callsites", "--json", "--kind", "cuda_device", trace, NULL });
 	cr_expect_str_eq(wt_json_str(c, "sites.0.function"), "tick", "the device allocations are tick's");
 	wt_json_free(c);
-	wt_result_free(&r);
 
+	struct wt_result r;
 	wt_wait(&p, &r);
 	wt_assert_status(&r, 0, "cuda_service");
 	cr_expect(strstr(r.out, "ticks 60\n"), "cuda_service's output is unchanged: %s", r.out);

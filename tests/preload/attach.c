@@ -111,22 +111,6 @@ static void expect_service_undisturbed(struct wt_proc *p)
 	wt_result_free(&r);
 }
 
-/* wsprof attach --duration 1 -o trace PID; false (the test skipped) where ptrace is not allowed. */
-static bool attach_for_a_second(pid_t pid, const char *trace)
-{
-	char spid[16];
-	snprintf(spid, sizeof spid, "%d", (int)pid);
-	struct wt_result r;
-	wt_run(&r, (const char *[]){ wt_wsprof(), "attach", "--duration", "1", "-o", trace, spid, NULL });
-	bool no_ptrace = r.status == 1 && strstr(r.err, "cannot ptrace");
-	if (!no_ptrace)
-		wt_assert_status(&r, 0, "wsprof attach");
-	wt_result_free(&r);
-	if (no_ptrace)
-		kill(pid, SIGKILL);
-	return !no_ptrace;
-}
-
 /* tick's allocations, about duration / interval of them, sited at tick. */
 static void expect_ticks(const char *trace)
 {
@@ -136,16 +120,10 @@ static void expect_ticks(const char *trace)
 		  (unsigned long long)n);
 	cr_expect_geq(wt_u64(s, "untracked_frees"), 1, "frees of blocks allocated before the attach are untracked");
 	wt_json_free(s);
-	struct wt_result r;
-	wt_run(&r, (const char *[]){ wt_wsprof(), "report", "callsites", "--json", trace, NULL });
-	wt_assert_status(&r, 0, "wsprof report callsites");
-	char err[256];
-	struct wt_json *c = wt_json_parse(r.out, err, sizeof err);
-	cr_assert(c, "not JSON (%s): %s", err, r.out);
+	struct wt_json *c = wt_wsprof_json((const char *[]){ "report", "callsites", "--json", trace, NULL });
 	cr_expect_str_eq(wt_json_str(c, "sites.0.function"), "tick", "the allocations are tick's");
 	cr_expect_eq(wt_u64(c, "sites.0.allocations"), n);
 	wt_json_free(c);
-	wt_result_free(&r);
 }
 
 Test(attach, wsprof_attach_to_a_running_service)
@@ -153,7 +131,7 @@ Test(attach, wsprof_attach_to_a_running_service)
 	struct wt_proc p;
 	start_service(&p);
 	char *trace = wt_path(wt_test_dir(), "a.wsp");
-	if (!attach_for_a_second(p.pid, trace)) {
+	if (!wt_attach(p.pid, "1", trace)) {
 		free(trace);
 		cr_skip_test("this machine does not let a process ptrace another");
 	}
@@ -241,15 +219,9 @@ Test(attach, written_pages_are_sampled_and_nothing_stays_protected)
 	if (writes) {
 		cr_expect_eq(uffds_during, 1, "while attached, wsprof's userfaultfd is open");
 		cr_expect_gt(wp_during, 0, "while attached, the program's memory is write-protected");
-		struct wt_result wr;
-		wt_run(&wr, (const char *[]){ wt_wsprof(), "report", "wss", "--json", trace, NULL });
-		wt_assert_status(&wr, 0, "wsprof report wss");
-		char why[256];
-		struct wt_json *w = wt_json_parse(wr.out, why, sizeof why);
-		cr_assert(w, "wss --json: %s", why);
+		struct wt_json *w = wt_wsprof_json((const char *[]){ "report", "wss", "--json", trace, NULL });
 		cr_expect_gt(wt_u64(w, "percentiles_by_source.writes.p100"), 0, "tick's writes were seen");
 		wt_json_free(w);
-		wt_result_free(&wr);
 	} else {
 		cr_log_warn("no written pages on this kernel (%s): only what is left after the attach is checked",
 			    note ? note : "no note");
@@ -276,16 +248,11 @@ Test(attach, wsprof_h_calls_made_before_the_attach_are_heard_after_it)
 	struct timespec settle = { 0, 300 * 1000000 };
 	nanosleep(&settle, NULL);
 	char *trace = wt_path(wt_test_dir(), "n.wsp");
-	if (!attach_for_a_second(p.pid, trace)) {
+	if (!wt_attach(p.pid, "1", trace)) {
 		free(trace);
 		cr_skip_test("this machine does not let a process ptrace another");
 	}
-	struct wt_result r;
-	wt_run(&r, (const char *[]){ wt_wsprof(), "report", "state", "--json", trace, NULL });
-	wt_assert_status(&r, 0, "wsprof report state");
-	char why[256];
-	struct wt_json *st = wt_json_parse(r.out, why, sizeof why);
-	cr_assert(st, "state --json: %s", why);
+	struct wt_json *st = wt_wsprof_json((const char *[]){ "report", "state", "--json", trace, NULL });
 	const struct wt_json *blocks = wt_json_get(st, "blocks");
 	size_t named = 0;
 	for (size_t i = 0; blocks && i < blocks->count; i++) {
@@ -294,7 +261,6 @@ Test(attach, wsprof_h_calls_made_before_the_attach_are_heard_after_it)
 	}
 	cr_expect_geq(named, 6, "%zu of the blocks live at the peak are named \"tick block\" (7 of 8 expected)", named);
 	wt_json_free(st);
-	wt_result_free(&r);
 	expect_service_undisturbed(&p);
 	free(trace);
 }
@@ -326,7 +292,7 @@ Test(attach, a_python_program_attached_to_runs_on)
 	struct timespec settle = { 0, 400 * 1000000 };
 	nanosleep(&settle, NULL);
 	char *trace = wt_path(wt_test_dir(), "py.wsp");
-	if (!attach_for_a_second(p.pid, trace)) {
+	if (!wt_attach(p.pid, "1", trace)) {
 		free(py), free(trace);
 		cr_skip_test("this machine does not let a process ptrace another");
 	}
@@ -351,11 +317,11 @@ Test(attach, twice_in_a_row)
 	struct wt_proc p;
 	start_service(&p);
 	char *first = wt_path(wt_test_dir(), "first.wsp"), *second = wt_path(wt_test_dir(), "second.wsp");
-	if (!attach_for_a_second(p.pid, first)) {
+	if (!wt_attach(p.pid, "1", first)) {
 		free(first), free(second);
 		cr_skip_test("this machine does not let a process ptrace another");
 	}
-	cr_assert(attach_for_a_second(p.pid, second));
+	cr_assert(wt_attach(p.pid, "1", second));
 	expect_ticks(first);
 	expect_ticks(second);
 	expect_service_undisturbed(&p);

@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,48 @@ void wt_assert_status(const struct wt_result *r, int status, const char *what)
 		     status, r->err ? r->err : "");
 }
 
+/* argv (wsprof first) run to its end: exit 0 and one JSON object. */
+static struct wt_json *run_json(const char *const argv[], const char *what)
+{
+	struct wt_result r;
+	wt_run(&r, argv);
+	wt_assert_status(&r, 0, what);
+	char why[256];
+	struct wt_json *j = wt_json_parse(r.out, why, sizeof why);
+	cr_assert(j && j->type == WT_JSON_OBJECT, "%s printed no JSON object (%s):\n%s", what,
+		  j ? "not an object" : why, r.out);
+	wt_result_free(&r);
+	return j;
+}
+
+struct wt_json *wt_wsprof_json(const char *const args[])
+{
+	size_t n = count(args);
+	const char **argv = calloc(n + 2, sizeof *argv);
+	argv[0] = wt_wsprof();
+	memcpy(argv + 1, args, n * sizeof *args);
+	char what[128];
+	snprintf(what, sizeof what, "wsprof %s %s", n ? args[0] : "", n > 1 ? args[1] : "");
+	struct wt_json *j = run_json(argv, what);
+	free(argv);
+	return j;
+}
+
+bool wt_attach(pid_t pid, const char *seconds, const char *trace)
+{
+	char spid[16];
+	snprintf(spid, sizeof spid, "%d", (int)pid);
+	struct wt_result r;
+	wt_run(&r, (const char *[]){ wt_wsprof(), "attach", "--duration", seconds, "-o", trace, spid, NULL });
+	bool no_ptrace = r.status == 1 && strstr(r.err, "cannot ptrace");
+	if (!no_ptrace)
+		wt_assert_status(&r, 0, "wsprof attach");
+	wt_result_free(&r);
+	if (no_ptrace)
+		kill(pid, SIGKILL);
+	return !no_ptrace;
+}
+
 struct wt_json *wt_summary(const char *trace, const char *const callers[])
 {
 	size_t ncallers = count(callers), n = 0;
@@ -125,15 +168,8 @@ struct wt_json *wt_summary(const char *trace, const char *const callers[])
 		argv[n++] = callers[i];
 	}
 	argv[n++] = trace;
-	struct wt_result r;
-	wt_run(&r, argv);
+	struct wt_json *j = run_json(argv, "wsprof report summary --json");
 	free(argv);
-	wt_assert_status(&r, 0, "wsprof report summary");
-	char why[256];
-	struct wt_json *j = wt_json_parse(r.out, why, sizeof why);
-	cr_assert(j && j->type == WT_JSON_OBJECT, "wsprof report summary --json printed no JSON object (%s):\n%s",
-		  j ? "not an object" : why, r.out);
-	wt_result_free(&r);
 	return j;
 }
 

@@ -55,6 +55,16 @@ void wt_assert_status(const struct wt_result *r, int status, const char *what);
  * is NULL-terminated, or NULL for no filter. */
 struct wt_json *wt_summary(const char *trace, const char *const callers[]);
 
+/* `wsprof ARGS...` (args NULL-terminated, without the program; a report
+ * with --json among them): asserts it exits 0 and prints one JSON object,
+ * and returns it (wt_json_free it). */
+struct wt_json *wt_wsprof_json(const char *const args[]);
+
+/* `wsprof attach --duration SECONDS -o TRACE PID`, asserting it exits 0.
+ * @return false where this machine does not let a process ptrace another
+ * (PID is killed then, and the test should skip). */
+bool wt_attach(pid_t pid, const char *seconds, const char *trace);
+
 /* A JSON document from a file, asserting that it parses. */
 struct wt_json *wt_json_load(const char *path);
 
