@@ -102,6 +102,12 @@ static uint64_t scaled(uint64_t given, double share)
 	return (uint64_t)llround((double)given * share);
 }
 
+/* The live bytes a record counts, in bytes asked for. */
+static uint64_t totals_live(const wsprof_heap_totals *h)
+{
+	return h->given > h->given_back ? scaled(h->given - h->given_back, totals_share(h)) : 0;
+}
+
 /* A HEAP_TOTALS record: the heap's live bytes at its time and the most
  * they were since the last one, in bytes asked for. */
 static int apply_totals(struct wsp_model *m, const wsprof_event *ev)
@@ -112,9 +118,9 @@ static int apply_totals(struct wsp_model *m, const wsprof_event *ev)
 	m->totals = *h;
 	m->has_totals = true;
 	m->estimated_at_totals = m->kinds[WSPROF_KIND_HEAP];
-	double share = totals_share(h);
-	uint64_t live = h->given > h->given_back ? scaled(h->given - h->given_back, share) : 0;
-	uint64_t peak = scaled(h->peak, share) > live ? scaled(h->peak, share) : live;
+	uint64_t live = totals_live(h), peak = scaled(h->peak, totals_share(h));
+	if (peak < live)
+		peak = live;
 	/* The peak came after the last record (its clock is finer than the
 	 * stamps': it may read a little later than the record). */
 	uint64_t at = h->peak_ns < m->totals_last_ns ? m->totals_last_ns : h->peak_ns > ev->time_ns ? ev->time_ns : h->peak_ns;
@@ -136,10 +142,7 @@ static int apply_totals(struct wsp_model *m, const wsprof_event *ev)
 	return wsp_series_note(&m->totals_live, ev->time_ns, live, live_in_use);
 }
 
-/* At the finish: a sampled trace of a whole process (recorded from its
- * start, never paused, not a forked child's), all of whose allocations
- * are counted (no --caller), takes its heap totals from
- * the last HEAP_TOTALS rather than from the sampled blocks. */
+/* counted + (now - then), at least 0. */
 static uint64_t plus(uint64_t counted, uint64_t now, uint64_t then)
 {
 	int64_t v = (int64_t)counted + ((int64_t)now - (int64_t)then);
@@ -157,9 +160,8 @@ static bool counted(const struct wsp_model *m, struct wsp_kind_stats *k)
 		return false; /* --caller counts only some allocations: the totals hold all */
 	const wsprof_heap_totals *h = &m->totals;
 	const struct wsp_kind_stats *then = &m->estimated_at_totals;
-	double share = totals_share(h);
 	uint64_t estimated_peak = k->peak_bytes;
-	uint64_t live = h->given > h->given_back ? scaled(h->given - h->given_back, share) : 0;
+	uint64_t live = totals_live(h);
 	uint64_t blocks = h->allocations > h->frees ? h->allocations - h->frees : 0;
 	k->live_bytes = plus(live, k->live_bytes, then->live_bytes);
 	k->live_blocks = plus(blocks, k->live_blocks, then->live_blocks);
@@ -185,6 +187,10 @@ static bool counted(const struct wsp_model *m, struct wsp_kind_stats *k)
 	return true;
 }
 
+/* At the finish: a sampled trace of a whole process (recorded from its
+ * start, never paused, not a forked child's), all of whose allocations
+ * are counted (no --caller), takes its heap totals from the last
+ * HEAP_TOTALS rather than from the sampled blocks, and its live series. */
 static void count_heap(struct wsp_model *m)
 {
 	struct wsp_kind_stats k = m->kinds[WSPROF_KIND_HEAP];

@@ -45,6 +45,7 @@ void wsp_event_end(struct wsp_thread *t, uint8_t *end, bool counted);
 /* Write the sequence/time deltas of a new event at p. */
 uint8_t *wsp_event_stamp(struct wsp_thread *t, uint8_t *p);
 uint64_t wsp_now_ns(void);  /* monotonic ns since the process (image) started */
+uint64_t wsp_coarse_now_ns(void); /* the same by the coarse clock (events' stamps): a few ms a tick, 6 ns a read */
 /* Write an address as the delta from the previous one of the segment. */
 uint8_t *wsp_put_addr(struct wsp_thread *t, uint8_t *p, uint64_t addr);
 

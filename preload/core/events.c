@@ -60,7 +60,7 @@ static inline void spin_unlock(atomic_flag *l)
  * in a VM (6 ns against 50 here), and time deltas that compress to
  * nothing. The order of events is their sequence numbers', not their
  * times. Both clocks count from the same origin. */
-static uint64_t event_now_ns(void)
+uint64_t wsp_coarse_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -429,7 +429,7 @@ void wsp_event_end(struct wsp_thread *t, uint8_t *end, bool counted)
 uint8_t *wsp_event_stamp(struct wsp_thread *t, uint8_t *p)
 {
 	uint64_t seq = atomic_fetch_add_explicit(&wsp_seq, 1, memory_order_relaxed);
-	uint64_t now = event_now_ns();
+	uint64_t now = wsp_coarse_now_ns();
 	if (now < t->prev_time)
 		now = t->prev_time;
 	p = wsp_put_varint(p, seq - t->prev_seq);

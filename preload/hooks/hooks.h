@@ -57,10 +57,17 @@ void wsp_sample_unlock_all(void);
 
 /* ---- tally.c: a sampled trace's heap totals, counted whole ---------- */
 
+enum wsp_tally_field {
+	WSP_TALLY_ALLOCATIONS, WSP_TALLY_FREES,
+	WSP_TALLY_REQUESTED,                  /* bytes the allocations asked for */
+	WSP_TALLY_GIVEN, WSP_TALLY_GIVEN_BACK, /* usable bytes of the blocks allocated, of those freed */
+	WSP_TALLY_FIELDS
+};
+
 /* A thread's counts, on a cache line of its own (tally.c says how they
  * are summed). Written by its thread alone: relaxed loads and stores. */
 struct wsp_tally {
-	_Atomic uint64_t allocations, frees, requested, given, given_back;
+	_Atomic uint64_t n[WSP_TALLY_FIELDS]; /* enum wsp_tally_field; HEAP_TOTALS's first values, in order */
 	int64_t pending;      /* live bytes changed since they were added to the shared level */
 	bool shared;          /* the threads that ended: counted atomically, by any thread */
 	bool vacant;          /* its thread ended: a new thread may take it */
@@ -121,9 +128,9 @@ static inline void wsp_tally_alloc(const void *p, size_t requested)
 		return;
 	}
 	size_t given = wsp_tally_size(p);
-	wsp_tally_add(&t->allocations, 1);
-	wsp_tally_add(&t->requested, requested);
-	wsp_tally_add(&t->given, given);
+	wsp_tally_add(&t->n[WSP_TALLY_ALLOCATIONS], 1);
+	wsp_tally_add(&t->n[WSP_TALLY_REQUESTED], requested);
+	wsp_tally_add(&t->n[WSP_TALLY_GIVEN], given);
 	wsp_tally_live(t, (int64_t)given);
 }
 
@@ -135,8 +142,8 @@ static inline void wsp_tally_freed(size_t given)
 		wsp_tally_freed_slow(given);
 		return;
 	}
-	wsp_tally_add(&t->frees, 1);
-	wsp_tally_add(&t->given_back, given);
+	wsp_tally_add(&t->n[WSP_TALLY_FREES], 1);
+	wsp_tally_add(&t->n[WSP_TALLY_GIVEN_BACK], given);
 	wsp_tally_live(t, -(int64_t)given);
 }
 

@@ -31,11 +31,21 @@
 
 #include "hooks.h"
 #include <pthread.h>
-#include <time.h>
 
 WSP_TLS struct wsp_tally *wsp_tally_mine;
 bool wsp_tally_glibc;
 static pthread_once_t glibc_once = PTHREAD_ONCE_INIT;
+static struct wsp_tally *tallies;   /* every thread's, under list_lock */
+static struct wsp_tally ended = { .shared = true };
+static atomic_flag list_lock = ATOMIC_FLAG_INIT;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static _Atomic int64_t level, level_peak;
+static _Atomic uint64_t level_peak_ns;
+static atomic_flag recording = ATOMIC_FLAG_INIT; /* a record is being made */
+static _Atomic uint64_t last_record_ns;
+static uint64_t last_allocations = UINT64_MAX, last_frees; /* of the last record, while recording */
 
 /* glibc's malloc_usable_size, the one whose answer wsp_tally_size reads
  * itself: the allocator's functions from libc.so.6 (a debugging malloc
@@ -50,17 +60,6 @@ static void which_allocator(void)
 	base = base ? base + 1 : a;
 	wsp_tally_glibc = !strcmp(a, b) && !strncmp(base, "libc.so", 7);
 }
-static struct wsp_tally *tallies;   /* every thread's, under list_lock */
-static struct wsp_tally ended = { .shared = true };
-static atomic_flag list_lock = ATOMIC_FLAG_INIT;
-static pthread_key_t exit_key;
-static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
-
-static _Atomic int64_t level, level_peak;
-static _Atomic uint64_t level_peak_ns;
-static atomic_flag recording = ATOMIC_FLAG_INIT; /* a record is being made */
-static _Atomic uint64_t last_record_ns;
-static uint64_t last_allocations = UINT64_MAX, last_frees; /* of the last record, while recording */
 
 static void record(void);
 
@@ -95,14 +94,6 @@ static void raise_peak(int64_t now)
 		}
 }
 
-static uint64_t coarse_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	return now > wsp_start_mono ? now - wsp_start_mono : 0;
-}
-
 static void to_level(int64_t change)
 {
 	int64_t now = atomic_fetch_add_explicit(&level, change, memory_order_relaxed) + change;
@@ -114,7 +105,7 @@ static void to_level(int64_t change)
 static void to_level_and_record(int64_t change)
 {
 	to_level(change);
-	uint64_t now = coarse_now_ns(), gap = now / 4096 > 1000000 ? now / 4096 : 1000000;
+	uint64_t now = wsp_coarse_now_ns(), gap = now / 4096 > 1000000 ? now / 4096 : 1000000;
 	if (now - atomic_load_explicit(&last_record_ns, memory_order_relaxed) < gap)
 		return;
 	int e = errno;
@@ -143,11 +134,10 @@ static void on_thread_exit(void *arg)
 	struct wsp_tally *t = arg;
 	wsp_tls.guard++;
 	list_take();
-	_Atomic uint64_t *from[] = { &t->allocations, &t->frees, &t->requested, &t->given, &t->given_back };
-	_Atomic uint64_t *to[] = { &ended.allocations, &ended.frees, &ended.requested, &ended.given, &ended.given_back };
-	for (size_t i = 0; i < sizeof from / sizeof *from; i++) {
-		atomic_fetch_add_explicit(to[i], atomic_load_explicit(from[i], memory_order_relaxed), memory_order_relaxed);
-		atomic_store_explicit(from[i], 0, memory_order_relaxed);
+	for (size_t i = 0; i < WSP_TALLY_FIELDS; i++) {
+		atomic_fetch_add_explicit(&ended.n[i], atomic_load_explicit(&t->n[i], memory_order_relaxed),
+					  memory_order_relaxed);
+		atomic_store_explicit(&t->n[i], 0, memory_order_relaxed);
 	}
 	to_level(t->pending);
 	t->pending = 0;
@@ -198,9 +188,9 @@ void wsp_tally_alloc_slow(const void *p, size_t requested)
 	if (!t)
 		return;
 	size_t given = wsp_tally_size(p);
-	add(t, &t->allocations, 1);
-	add(t, &t->requested, requested);
-	add(t, &t->given, given);
+	add(t, &t->n[WSP_TALLY_ALLOCATIONS], 1);
+	add(t, &t->n[WSP_TALLY_REQUESTED], requested);
+	add(t, &t->n[WSP_TALLY_GIVEN], given);
 	live_change(t, (int64_t)given);
 }
 
@@ -209,8 +199,8 @@ void wsp_tally_freed_slow(size_t given)
 	struct wsp_tally *t = wsp_tally_mine ? wsp_tally_mine : join();
 	if (!t)
 		return;
-	add(t, &t->frees, 1);
-	add(t, &t->given_back, given);
+	add(t, &t->n[WSP_TALLY_FREES], 1);
+	add(t, &t->n[WSP_TALLY_GIVEN_BACK], given);
 	live_change(t, -(int64_t)given);
 }
 
@@ -221,28 +211,27 @@ static void record(void)
 {
 	if (atomic_flag_test_and_set_explicit(&recording, memory_order_acquire))
 		return;
-	uint64_t sum[5] = { 0 };
+	uint64_t values[WSP_TALLY_FIELDS + 2] = { 0 }, *sum = values; /* + the peak and its time */
 	list_take();
 	for (struct wsp_tally *t = tallies;; t = t->next) {
 		if (!t)
 			t = &ended;
-		_Atomic uint64_t *f[] = { &t->allocations, &t->frees, &t->requested, &t->given, &t->given_back };
-		for (size_t i = 0; i < 5; i++)
-			sum[i] += atomic_load_explicit(f[i], memory_order_relaxed);
+		for (size_t i = 0; i < WSP_TALLY_FIELDS; i++)
+			sum[i] += atomic_load_explicit(&t->n[i], memory_order_relaxed);
 		if (t == &ended)
 			break;
 	}
 	list_give();
 	uint64_t now = wsp_now_ns();
-	atomic_store_explicit(&last_record_ns, coarse_now_ns(), memory_order_relaxed);
-	if (sum[0] == last_allocations && sum[1] == last_frees) {
+	atomic_store_explicit(&last_record_ns, wsp_coarse_now_ns(), memory_order_relaxed);
+	if (sum[WSP_TALLY_ALLOCATIONS] == last_allocations && sum[WSP_TALLY_FREES] == last_frees) {
 		atomic_flag_clear_explicit(&recording, memory_order_release);
 		return;
 	}
-	last_allocations = sum[0], last_frees = sum[1];
+	last_allocations = sum[WSP_TALLY_ALLOCATIONS], last_frees = sum[WSP_TALLY_FREES];
 	/* The peak since the last record: the level's, or the exact live bytes
 	 * now if higher; the level's peak starts again from the level. */
-	int64_t live = (int64_t)(sum[3] - sum[4]);
+	int64_t live = (int64_t)(sum[WSP_TALLY_GIVEN] - sum[WSP_TALLY_GIVEN_BACK]);
 	uint64_t peak_ns = atomic_load_explicit(&level_peak_ns, memory_order_relaxed);
 	int64_t peak = atomic_exchange_explicit(&level_peak, atomic_load_explicit(&level, memory_order_relaxed),
 						memory_order_relaxed);
@@ -251,7 +240,9 @@ static void record(void)
 		peak = live;
 		peak_ns = now;
 	}
-	uint64_t values[7] = { sum[0], sum[1], sum[2], sum[3], sum[4], peak > 0 ? (uint64_t)peak : 0, peak_ns };
+	_Static_assert(sizeof values / sizeof *values == 7, "HEAP_TOTALS holds the counts, the peak and its time");
+	values[WSP_TALLY_FIELDS] = peak > 0 ? (uint64_t)peak : 0;
+	values[WSP_TALLY_FIELDS + 1] = peak_ns;
 	wsp_record_heap_totals(values);
 	atomic_flag_clear_explicit(&recording, memory_order_release);
 }
