@@ -7,6 +7,9 @@
 
 #include "wsp.h"
 
+#include <elf.h>
+#include <link.h>
+
 /* ---- bootstrap.c ---------------------------------------------------- */
 
 struct wsp_real {
@@ -33,6 +36,18 @@ struct wsp_real {
 	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
 };
 extern struct wsp_real wsp_real;
+
+/* A loaded object's dynamic section (its pointers absolute): the symbols
+ * and their hash tables, and the relocations of its GOT. @return false
+ * without a symbol table. */
+struct wsp_dynamic {
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	const uint32_t *gnu_hash, *sysv_hash; /* NULL: none */
+	const ElfW(Rela) *jmprel, *rela;
+	size_t jmprel_bytes, rela_bytes;
+};
+bool wsp_dynamic_of(const struct dl_phdr_info *info, struct wsp_dynamic *d);
 
 /* Resolve the real functions once. While dlsym runs, allocations are
  * served from a static pool. */

@@ -14,8 +14,6 @@
 
 #include "base.h"
 #include <dlfcn.h>
-#include <elf.h>
-#include <link.h>
 #include <string.h>
 
 struct wsp_real wsp_real;
@@ -89,28 +87,40 @@ static uint32_t sysv_hash(const char *s)
 	return h;
 }
 
-/* The dynamic symbol `name` of a loaded object, through its hash table. */
-static const ElfW(Sym) *dynamic_symbol(const struct dl_phdr_info *info, const char *name)
+bool wsp_dynamic_of(const struct dl_phdr_info *info, struct wsp_dynamic *d)
 {
+	memset(d, 0, sizeof *d);
 	const ElfW(Dyn) *dyn = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
 			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const uint32_t *gnu = NULL, *sysv = NULL;
 	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		/* The loader made the pointers absolute, except where it could not. */
 		uintptr_t v = dyn->d_un.d_ptr < info->dlpi_addr ? info->dlpi_addr + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
 		switch (dyn->d_tag) {
-		case DT_SYMTAB: symtab = (const ElfW(Sym) *)v; break;
-		case DT_STRTAB: strtab = (const char *)v; break;
-		case DT_GNU_HASH: gnu = (const uint32_t *)v; break;
-		case DT_HASH: sysv = (const uint32_t *)v; break;
+		case DT_SYMTAB: d->symtab = (const ElfW(Sym) *)v; break;
+		case DT_STRTAB: d->strtab = (const char *)v; break;
+		case DT_GNU_HASH: d->gnu_hash = (const uint32_t *)v; break;
+		case DT_HASH: d->sysv_hash = (const uint32_t *)v; break;
+		case DT_JMPREL: d->jmprel = (const ElfW(Rela) *)v; break;
+		case DT_PLTRELSZ: d->jmprel_bytes = dyn->d_un.d_val; break;
+		case DT_RELA: d->rela = (const ElfW(Rela) *)v; break;
+		case DT_RELASZ: d->rela_bytes = dyn->d_un.d_val; break;
 		default: break;
 		}
 	}
-	if (!symtab || !strtab)
+	return d->symtab && d->strtab;
+}
+
+/* The dynamic symbol `name` of a loaded object, through its hash table. */
+static const ElfW(Sym) *dynamic_symbol(const struct dl_phdr_info *info, const char *name)
+{
+	struct wsp_dynamic d;
+	if (!wsp_dynamic_of(info, &d))
 		return NULL;
+	const ElfW(Sym) *symtab = d.symtab;
+	const char *strtab = d.strtab;
+	const uint32_t *gnu = d.gnu_hash, *sysv = d.sysv_hash;
 	if (gnu) {
 		uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_words = gnu[2];
 		const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + bloom_words);

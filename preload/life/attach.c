@@ -124,13 +124,6 @@ static bool write_slot(void **slot, void *expected, void *value, uintptr_t relro
 	return written;
 }
 
-/* The dynamic section's pointers: the loader has made them absolute,
- * except where it could not (then relative to the load bias). */
-static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) v)
-{
-	return v < info->dlpi_addr ? info->dlpi_addr + v : v;
-}
-
 static void relro_of(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
 {
 	*lo = *hi = 0;
@@ -143,7 +136,7 @@ static void relro_of(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *
 }
 
 static void patch_relocs(const struct dl_phdr_info *info, const ElfW(Rela) *rel, size_t bytes,
-			 const ElfW(Sym) *symtab, const char *strtab, uintptr_t relro_lo, uintptr_t relro_hi, bool restore)
+			 const struct wsp_dynamic *d, uintptr_t relro_lo, uintptr_t relro_hi)
 {
 	for (size_t i = 0; i < bytes / sizeof *rel; i++) {
 		unsigned type = (unsigned)ELF64_R_TYPE(rel[i].r_info);
@@ -154,12 +147,12 @@ static void patch_relocs(const struct dl_phdr_info *info, const ElfW(Rela) *rel,
 		if (type != R_AARCH64_JUMP_SLOT && type != R_AARCH64_GLOB_DAT)
 			continue;
 #endif
-		int h = hook_index(strtab + symtab[ELF64_R_SYM(rel[i].r_info)].st_name);
+		int h = hook_index(d->strtab + d->symtab[ELF64_R_SYM(rel[i].r_info)].st_name);
 		if (h < 0 || !hook_of[h])
 			continue;
 		void **slot = (void **)(info->dlpi_addr + rel[i].r_offset);
 		void *now = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-		if (restore || now == hook_of[h] || !keep_patch(slot, now, hook_of[h], info->dlpi_addr))
+		if (now == hook_of[h] || !keep_patch(slot, now, hook_of[h], info->dlpi_addr))
 			continue;
 		if (!write_slot(slot, now, hook_of[h], relro_lo, relro_hi))
 			npatches--; /* changed meanwhile: not ours to put back */
@@ -169,39 +162,17 @@ static void patch_relocs(const struct dl_phdr_info *info, const ElfW(Rela) *rel,
 /* Redirect the module's calls of the hooked functions to the hooks. */
 static void patch_module(const struct dl_phdr_info *info)
 {
-	if (left_alone(info))
-		return;
-	const ElfW(Dyn) *dyn = NULL;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-	if (!dyn)
-		return;
-	const ElfW(Rela) *jmprel = NULL, *rela = NULL;
-	size_t jmprel_bytes = 0, rela_bytes = 0;
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	for (; dyn->d_tag != DT_NULL; dyn++) {
-		switch (dyn->d_tag) {
-		case DT_JMPREL: jmprel = (const ElfW(Rela) *)dyn_ptr(info, dyn->d_un.d_ptr); break;
-		case DT_PLTRELSZ: jmprel_bytes = dyn->d_un.d_val; break;
-		case DT_RELA: rela = (const ElfW(Rela) *)dyn_ptr(info, dyn->d_un.d_ptr); break;
-		case DT_RELASZ: rela_bytes = dyn->d_un.d_val; break;
-		case DT_SYMTAB: symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr); break;
-		case DT_STRTAB: strtab = (const char *)dyn_ptr(info, dyn->d_un.d_ptr); break;
-		default: break;
-		}
-	}
-	if (!symtab || !strtab)
+	struct wsp_dynamic d;
+	if (left_alone(info) || !wsp_dynamic_of(info, &d))
 		return;
 	uintptr_t lo, hi;
 	relro_of(info, &lo, &hi);
 	pthread_mutex_lock(&patch_lock);
 	if (atomic_load(&patching)) {
-		if (jmprel)
-			patch_relocs(info, jmprel, jmprel_bytes, symtab, strtab, lo, hi, false);
-		if (rela)
-			patch_relocs(info, rela, rela_bytes, symtab, strtab, lo, hi, false);
+		if (d.jmprel)
+			patch_relocs(info, d.jmprel, d.jmprel_bytes, &d, lo, hi);
+		if (d.rela)
+			patch_relocs(info, d.rela, d.rela_bytes, &d, lo, hi);
 	}
 	pthread_mutex_unlock(&patch_lock);
 }
