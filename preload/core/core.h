@@ -249,9 +249,13 @@ bool wsp_writer_thread_running(void);
 #define WSP_FINISH_TIMEOUT_MS 2000 /* how long a fatal signal or _exit waits for the writer */
 void wsp_writer_wake(void);
 /* Work the writer thread does for other parts (registered once, before
- * it starts): before each flush due, before finishing at a fatal signal. */
+ * it starts): before each flush due, before finishing at a fatal signal;
+ * whoever finishes the trace otherwise (exit, _exit, the end of an attach)
+ * runs the finishing work first too (wsp_writer_finish_tasks). */
 void wsp_writer_on_flush(void (*fn)(void));
 void wsp_writer_on_finish(void (*fn)(void));
+/* Run what was registered with wsp_writer_on_finish (before wsp_writer_finish). */
+void wsp_writer_finish_tasks(void);
 void wsp_writer_lock(void);
 void wsp_writer_unlock(void);
 void wsp_writer_reset_after_fork(void);

@@ -96,6 +96,12 @@ void wsp_writer_on_finish(void (*fn)(void))
 	add_task(on_finish, &n_on_finish, fn);
 }
 
+void wsp_writer_finish_tasks(void)
+{
+	for (size_t i = 0; i < atomic_load(&n_on_finish); i++)
+		on_finish[i]();
+}
+
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
 static bool wake_pending;
@@ -466,8 +472,7 @@ static void *writer_main(void *arg)
 	for (;;) {
 		wait_until(&next);
 		if (atomic_load(&finish_request) == 1) {
-			for (size_t i = 0; i < atomic_load(&n_on_finish); i++)
-				on_finish[i]();
+			wsp_writer_finish_tasks();
 			wsp_writer_finish();
 			atomic_store(&finish_request, 2);
 			atomic_store(&writer_running, false);

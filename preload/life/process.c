@@ -240,8 +240,7 @@ int wsp_process_attach(const char *output)
 void wsp_process_detach(void)
 {
 	if (!wsp_writer_finish_from_signal(WSP_FINISH_TIMEOUT_MS) && !wsp_writer_thread_running()) {
-		wsp_sampler_finish();
-		wsp_tally_record();
+		wsp_writer_finish_tasks(); /* the sampler's last windows, the last totals */
 		wsp_writer_finish();
 	}
 	wsp_sampler_wait_gone(WSP_FINISH_TIMEOUT_MS);
@@ -265,8 +264,7 @@ __attribute__((destructor)) static void on_unload(void)
 	wsp_tls.guard++;
 	if (wsp_is_traced_process()) {
 		wsp_recording_catch_up();
-		wsp_sampler_finish();
-		wsp_tally_record();
+		wsp_writer_finish_tasks(); /* the sampler's last windows, the last totals */
 		wsp_writer_finish();
 	}
 	wsp_tls.guard--;
@@ -349,7 +347,7 @@ static bool before_exec(const char *path)
 	if (wsp_tls.guard || !wsp_is_traced_process())
 		return false;
 	wsp_tls.guard++;
-	wsp_sampler_finish(); /* the new image starts its own kdamond */
+	wsp_writer_finish_tasks(); /* the sampler's last windows (the new image starts its own kdamond), the totals */
 	wsp_writer_lock();
 	wsp_writer_flush_locked();
 	wsp_tls.writing = true; /* a buffer for the record must not wait for the writer */
@@ -583,7 +581,7 @@ WSPROF_EXPORT void _exit(int status)
 		 * a fatal signal, and a lock it cannot take costs a timeout, not
 		 * a hang (under wsprof record the launcher finishes then). */
 		if (!wsp_writer_finish_from_signal(WSP_FINISH_TIMEOUT_MS) && !wsp_writer_thread_running()) {
-			wsp_sampler_finish();
+			wsp_writer_finish_tasks();
 			wsp_writer_finish();
 		}
 	}
