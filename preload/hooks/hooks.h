@@ -77,7 +77,7 @@ struct wsp_tally {
 #define WSP_TALLY_STEP (16 * 1024) /* live bytes a thread changes before the shared level hears */
 
 extern WSP_TLS struct wsp_tally *wsp_tally_mine;
-extern bool wsp_tally_glibc; /* malloc is glibc's: its blocks' sizes are read from their headers */
+extern bool wsp_tally_glibc; /* malloc is glibc's (found once tallies start): sizes read from the headers */
 
 /* Are heap calls counted? With WSPROF_SAMPLE_BYTES above 1, outside wsprof. */
 static inline bool wsp_tally_on(void)
@@ -109,7 +109,7 @@ static inline void wsp_tally_live(struct wsp_tally *t, int64_t change)
  * from the chunk's size word before it (the mmapped bit: a 16-byte
  * header, else 8; the low three bits are flags), without a call or a look
  * at the next chunk. */
-static inline size_t wsp_tally_size(const void *p)
+static inline size_t wsp_usable_size(const void *p)
 {
 	if (__builtin_expect(wsp_tally_glibc, 1)) {
 		size_t h = ((const size_t *)p)[-1];
@@ -127,7 +127,7 @@ static inline void wsp_tally_alloc(const void *p, size_t requested)
 		wsp_tally_alloc_slow(p, requested);
 		return;
 	}
-	size_t given = wsp_tally_size(p);
+	size_t given = wsp_usable_size(p);
 	wsp_tally_add(&t->n[WSP_TALLY_ALLOCATIONS], 1);
 	wsp_tally_add(&t->n[WSP_TALLY_REQUESTED], requested);
 	wsp_tally_add(&t->n[WSP_TALLY_GIVEN], given);

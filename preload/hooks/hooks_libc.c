@@ -135,14 +135,14 @@ static inline void note_heap_alloc(unsigned op, void *p, size_t size)
 /* A large heap block about to be freed: what was written of it since the
  * last window, read now, as the allocator may give its pages back at once
  * (glibc unmaps a block it served by mmap). The size is the allocator's
- * own (malloc_usable_size), which reads the block's header and takes no
- * lock in glibc, jemalloc or tcmalloc. */
+ * own (wsp_usable_size: malloc_usable_size, which reads the block's header
+ * and takes no lock in glibc, jemalloc or tcmalloc, or glibc's header read
+ * directly). */
 static void release_heap_block(void *p)
 {
 	if (atomic_load_explicit(&wsp_release_fd, memory_order_relaxed) < 0)
 		return;
-	size_t (*usable)(void *) = wsp_real.malloc_usable_size;
-	size_t n = usable ? usable(p) : 0;
+	size_t n = wsp_usable_size(p);
 	if (n >= WSP_RELEASE_MIN)
 		wsp_sampler_release((uintptr_t)p, n);
 }
@@ -163,7 +163,7 @@ static __attribute__((noinline)) void record_free(unsigned op, void *p)
 static inline void note_free(unsigned op, void *p)
 {
 	if (wsp_tally_on())
-		wsp_tally_freed(wsp_tally_size(p));
+		wsp_tally_freed(wsp_usable_size(p));
 	if (!wsp_cfg.sample_bytes || wsp_sample_maybe_live(p))
 		record_free(op, p);
 }
@@ -240,7 +240,7 @@ static void *resize(unsigned op, void *old, size_t size)
 {
 	int e = errno;
 	bool tally = wsp_tally_on();
-	size_t old_given = tally ? wsp_tally_size(old) : 0;
+	size_t old_given = tally ? wsp_usable_size(old) : 0;
 	bool rec = wsp_enter(), old_rec = false, new_rec = false, on = wsp_recording_on();
 	if (rec) {
 		old_rec = wsp_sample_release(old);

@@ -47,7 +47,7 @@ static atomic_flag recording = ATOMIC_FLAG_INIT; /* a record is being made */
 static _Atomic uint64_t last_record_ns;
 static uint64_t last_allocations = UINT64_MAX, last_frees; /* of the last record, while recording */
 
-/* glibc's malloc_usable_size, the one whose answer wsp_tally_size reads
+/* glibc's malloc_usable_size, the one whose answer wsp_usable_size reads
  * itself: the allocator's functions from libc.so.6 (a debugging malloc
  * preloaded, libc_malloc_debug.so, is another library). */
 static void which_allocator(void)
@@ -187,7 +187,7 @@ void wsp_tally_alloc_slow(const void *p, size_t requested)
 	struct wsp_tally *t = wsp_tally_mine ? wsp_tally_mine : join();
 	if (!t)
 		return;
-	size_t given = wsp_tally_size(p);
+	size_t given = wsp_usable_size(p);
 	add(t, &t->n[WSP_TALLY_ALLOCATIONS], 1);
 	add(t, &t->n[WSP_TALLY_REQUESTED], requested);
 	add(t, &t->n[WSP_TALLY_GIVEN], given);
