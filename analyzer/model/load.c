@@ -315,7 +315,7 @@ void wsp_json_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned
 void wsp_json_total_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned kind)
 {
 	double share;
-	if (wsp_model_estimated(l->model, kind) && kind == WSPROF_KIND_HEAP && wsp_model_heap_counted(l->model, &share)) {
+	if (kind == WSPROF_KIND_HEAP && wsp_model_heap_counted(l->model, &share)) {
 		wsp_json_bool(j, "counted", true);
 		wsp_json_double(j, "usable_share", share);
 		const struct wsp_kind_stats *e = wsp_model_heap_estimates(l->model);
