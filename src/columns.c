@@ -18,6 +18,21 @@
 
 #define ALLOC_FIELDS 7 /* dseq, dtime, kind, op, daddr, size, stack */
 #define FREE_FIELDS 5  /* dseq, dtime, kind, op, daddr */
+#define ALLOC_TAG 3    /* then device + 1, stream, handle */
+#define FREE_TAG 2     /* then device + 1, stream */
+#define ANN_FIELDS 6   /* dseq, dtime, ann, daddr, size, pool; then the text */
+#define MOST_FIELDS (ALLOC_FIELDS + ALLOC_TAG)
+
+/* What the type column says of a record. */
+enum {
+	WHAT_VERBATIM,
+	WHAT_ALLOC,
+	WHAT_FREE,
+	WHAT_ANNOTATE,  /* 3.0 */
+	WHAT_ALLOC_TAG, /* 3.0: an ALLOC with its CUDA fields */
+	WHAT_FREE_TAG,  /* 3.0: a FREE with its CUDA fields */
+	WHAT_COUNT
+};
 
 /* glibc's chunk sizes up to 1 KiB (its per-thread caches), then eight
  * classes per power of two; class 0 is a block whose size is not known. */
@@ -36,8 +51,8 @@ static uint32_t size_class(uint64_t size)
 
 static void segment_reset(struct wsp_columns *ws)
 {
-	ws->row_addr = ws->prev_alloc = ws->prev_miss = 0;
-	ws->nalloc = ws->nfree = 0;
+	ws->row_addr = ws->prev_alloc = ws->prev_miss = ws->prev_ann = ws->prev_handle = 0;
+	ws->nalloc = ws->nfree = ws->nann = 0;
 	memset(ws->classes, 0, sizeof ws->classes);
 }
 
@@ -78,15 +93,15 @@ static bool free_live(const struct wsp_columns *ws, uint32_t ord)
 
 static void push_alloc(struct wsp_columns *ws, uint64_t addr, uint32_t cls)
 {
-	ws->allocs[ws->nalloc % WSP_COL_RING] = (struct wsp_col_block){ addr, cls, false };
+	ws->allocs[ws->nalloc % WSP_COL_RING] = (struct wsp_col_block){ addr, cls, false, 0 };
 	ws->nalloc++;
 	ws->prev_alloc = addr;
 }
 
 static void push_free(struct wsp_columns *ws, uint64_t addr, uint32_t cls)
 {
-	ws->frees[ws->nfree % WSP_COL_RING] = (struct wsp_col_block){ addr, cls, false };
 	struct wsp_col_class *c = &ws->classes[cls];
+	ws->frees[ws->nfree % WSP_COL_RING] = (struct wsp_col_block){ addr, cls, false, (uint8_t)c->head };
 	ws->class_ord[cls][c->head] = ws->nfree;
 	c->head = (c->head + 1) % WSP_COL_DEPTH;
 	if (c->count < WSP_COL_DEPTH)
@@ -94,40 +109,63 @@ static void push_free(struct wsp_columns *ws, uint64_t addr, uint32_t cls)
 	ws->nfree++;
 }
 
-/* The k-th newest free class cls remembers. */
+static bool alloc_known(const struct wsp_columns *ws, uint32_t ord)
+{
+	return ord < ws->nalloc && ws->nalloc - ord <= WSP_COL_RING;
+}
+
+static bool ann_known(const struct wsp_columns *ws, uint32_t ord)
+{
+	return ord < ws->nann && ws->nann - ord <= WSP_COL_RING;
+}
+
+static void push_ann(struct wsp_columns *ws, uint64_t addr)
+{
+	ws->anns[ws->nann % WSP_COL_RING] = addr;
+	ws->nann++;
+	ws->prev_ann = addr;
+}
+
+/* Where in its class's ring the k-th newest free class cls remembers is. */
+static uint32_t class_index(const struct wsp_columns *ws, uint32_t cls, uint32_t k)
+{
+	return (ws->classes[cls].head + WSP_COL_DEPTH - 1 - k) % WSP_COL_DEPTH;
+}
+
 static uint32_t *class_slot(struct wsp_columns *ws, uint32_t cls, uint32_t k)
 {
-	return &ws->class_ord[cls][(ws->classes[cls].head + WSP_COL_DEPTH - 1 - k) % WSP_COL_DEPTH];
+	return &ws->class_ord[cls][class_index(ws, cls, k)];
 }
 
-/* An allocation has taken the free ord again (at `place` in its class,
- * if known): its class forgets it, so a class holds only frees not taken
- * and a place is a plain index (both sides forget alike: what a class
- * remembers must be the same). */
-static void take_free(struct wsp_columns *ws, uint32_t ord, uint32_t place)
-{
-	ws->frees[ord % WSP_COL_RING].used = true;
-	uint32_t cls = ws->frees[ord % WSP_COL_RING].cls;
-	struct wsp_col_class *c = &ws->classes[cls];
-	for (uint32_t k = place != UINT32_MAX ? place : 0; k < c->count; k++) {
-		if (*class_slot(ws, cls, k) != ord)
-			continue;
-		for (; k > 0; k--) /* the newer ones move down one */
-			*class_slot(ws, cls, k) = *class_slot(ws, cls, k - 1);
-		c->head = (c->head + WSP_COL_DEPTH - 1) % WSP_COL_DEPTH;
-		c->count--;
-		return;
-	}
-}
-
-/* The place of the free ord in its class, newest first (encoder), and the
- * free at a place (decoder). @return UINT32_MAX if there is none. */
+/* The place of the free ord in its class, newest first, from the index
+ * its ring entry keeps (ord a free of the ring). @return UINT32_MAX if
+ * the class has forgotten it. */
 static uint32_t class_place(struct wsp_columns *ws, uint32_t cls, uint32_t ord)
 {
-	for (uint32_t k = 0; k < ws->classes[cls].count; k++)
-		if (*class_slot(ws, cls, k) == ord)
-			return k;
-	return UINT32_MAX;
+	uint32_t pos = ws->frees[ord % WSP_COL_RING].pos;
+	uint32_t k = (ws->classes[cls].head + WSP_COL_DEPTH - 1 - pos) % WSP_COL_DEPTH;
+	return k < ws->classes[cls].count && ws->class_ord[cls][pos] == ord ? k : UINT32_MAX;
+}
+
+/* An allocation has taken the free ord (of the ring) again: its class
+ * forgets it, so a class holds only frees not taken and a place is a plain
+ * index (both sides forget alike: what a class remembers must be the
+ * same). The newer ones move down one, their ring entries told where. */
+static void take_free(struct wsp_columns *ws, uint32_t ord)
+{
+	ws->frees[ord % WSP_COL_RING].used = true;
+	uint32_t cls = ws->frees[ord % WSP_COL_RING].cls, k = class_place(ws, cls, ord);
+	if (k == UINT32_MAX)
+		return;
+	for (; k > 0; k--) {
+		uint32_t moved = *class_slot(ws, cls, k - 1), at = class_index(ws, cls, k);
+		ws->class_ord[cls][at] = moved;
+		if (moved < ws->nfree && ws->nfree - moved <= WSP_COL_RING)
+			ws->frees[moved % WSP_COL_RING].pos = (uint8_t)at;
+	}
+	struct wsp_col_class *c = &ws->classes[cls];
+	c->head = (c->head + WSP_COL_DEPTH - 1) % WSP_COL_DEPTH;
+	c->count--;
 }
 
 static uint32_t class_at(struct wsp_columns *ws, uint32_t cls, uint64_t place)
@@ -140,12 +178,6 @@ static uint32_t class_at(struct wsp_columns *ws, uint32_t cls, uint64_t place)
 
 /* ---- encoder ------------------------------------------------------------ */
 
-/* Whether an allocation's ord still names something in the ring. */
-static bool alloc_known(const struct wsp_columns *ws, uint32_t ord)
-{
-	return ord < ws->nalloc && ws->nalloc - ord <= WSP_COL_RING;
-}
-
 /* The hint for addr: its slot, or a slot taken for it (one whose hints no
  * longer hold, else one by turns). */
 static struct wsp_col_slot *hint(struct wsp_columns *ws, uint64_t addr)
@@ -156,10 +188,10 @@ static struct wsp_col_slot *hint(struct wsp_columns *ws, uint64_t addr)
 	for (int i = 0; i < 4; i++) {
 		if (b[i].tag == tag)
 			return &b[i];
-		if (!alloc_known(ws, b[i].alloc) && !free_live(ws, b[i].free))
+		if (!alloc_known(ws, b[i].alloc) && !free_live(ws, b[i].free) && !ann_known(ws, b[i].ann))
 			victim = &b[i];
 	}
-	*victim = (struct wsp_col_slot){ tag, UINT32_MAX, UINT32_MAX, 0 };
+	*victim = (struct wsp_col_slot){ tag, UINT32_MAX, UINT32_MAX, UINT32_MAX };
 	return victim;
 }
 
@@ -188,44 +220,84 @@ static void put_bytes(struct col_writer *w, int i, const uint8_t *p, size_t n)
 	w->len[i] += n;
 }
 
-/* The canonical row encoding of an ALLOC or FREE: what the decoder writes. */
-static size_t put_row(uint8_t *out, uint64_t type, const uint64_t *f, int nf)
+/* The canonical row encoding of a record of nf varint fields and then
+ * n bytes of text (with its length) if text: what the decoder writes.
+ * @return its length, or 0 if the payload would not fit one length byte. */
+static size_t put_row(uint8_t *out, uint64_t type, const uint64_t *f, int nf, const uint8_t *text, size_t n)
 {
 	uint8_t *p = out + 2;
 	for (int i = 0; i < nf; i++)
 		p = wsp_put_varint(p, f[i]);
+	if (text) {
+		if (n > WSP_COL_ROW_MAX - 2 - (size_t)(p - out - 2) - 1)
+			return 0;
+		p = wsp_put_varint(p, n);
+		memcpy(p, text, n);
+		p += n;
+	}
+	if (p - out - 2 > WSP_COL_ROW_MAX - 2)
+		return 0;
 	out[0] = (uint8_t)type;
-	out[1] = (uint8_t)(p - out - 2); /* at most 70: one byte */
+	out[1] = (uint8_t)(p - out - 2);
 	return (size_t)(p - out);
 }
 
-/* Read an ALLOC's or FREE's fields if the record is exactly their
- * canonical encoding: one-byte type and length, nf minimal varints and
- * nothing more (CUDA fields, say, keep a record verbatim). */
-static bool canonical(const uint8_t *rec, const uint8_t *end, uint64_t *f, int nf)
+/* Read up to max minimal varints from p on. @return how many, up to end
+ * or the first that is not one, and *at where they stopped. */
+static int minimal_fields(const uint8_t *p, const uint8_t *end, uint64_t *f, int max, const uint8_t **at)
 {
-	if (rec[1] >= 0x80 || rec + 2 + rec[1] != end)
-		return false;
-	const uint8_t *p = rec + 2;
-	for (int i = 0; i < nf; i++) {
+	int i = 0;
+	for (; i < max && p < end; i++) {
+		const uint8_t *q = p;
 		uint64_t v = 0;
 		for (int shift = 0;; shift += 7) {
-			if (p == end || shift > 63)
-				return false;
-			uint8_t b = *p++;
+			if (q == end || shift > 63)
+				goto out;
+			uint8_t b = *q++;
 			v |= (uint64_t)(b & 0x7f) << shift;
 			if (!(b & 0x80)) {
 				if (!b && shift) /* a padded varint */
-					return false;
+					goto out;
 				break;
 			}
 		}
 		f[i] = v;
+		p = q;
 	}
-	return p == end;
+out:
+	*at = p;
+	return i;
 }
 
-/* What ALLOC and FREE both put: what they are, then dseq, dtime, kind, op. */
+/* The fields of a record that is exactly its canonical encoding: one-byte
+ * type and length, minimal varints and nothing more. @return how many
+ * (up to max), or -1 if the record is not so. */
+static int canonical(const uint8_t *rec, const uint8_t *end, uint64_t *f, int max)
+{
+	if (rec[1] >= 0x80 || rec + 2 + rec[1] != end)
+		return -1;
+	const uint8_t *at;
+	int n = minimal_fields(rec + 2, end, f, max, &at);
+	return at == end ? n : -1;
+}
+
+/* An ANNOTATE's fields and text if the record is its canonical encoding:
+ * @return the text's length, or -1. */
+static long canonical_ann(const uint8_t *rec, const uint8_t *end, uint64_t *f, const uint8_t **text)
+{
+	if (rec[1] >= 0x80 || rec + 2 + rec[1] != end)
+		return -1;
+	const uint8_t *at;
+	uint64_t n;
+	if (minimal_fields(rec + 2, end, f, ANN_FIELDS, &at) != ANN_FIELDS ||
+	    minimal_fields(at, end, &n, 1, &at) != 1 || n != (uint64_t)(end - at))
+		return -1;
+	*text = at;
+	return (long)n;
+}
+
+/* What ALLOC and FREE both put: what they are, then dseq, dtime, kind, op.
+ * The CUDA fields after them, if any, go to their column. */
 static void put_common(struct col_writer *w, uint64_t what, const uint64_t *f)
 {
 	put(w, WSP_COL_TYPE, what);
@@ -235,8 +307,28 @@ static void put_common(struct col_writer *w, uint64_t what, const uint64_t *f)
 	put(w, WSP_COL_KIND, f[3]);
 }
 
+/* The CUDA fields: device + 1 and stream as they are, an allocation's
+ * handle (its pool, its physical memory) as the change from the last. */
+static void put_tag(struct wsp_columns *ws, struct col_writer *w, const uint64_t *tag, int n)
+{
+	put(w, WSP_COL_TAG, tag[0]);
+	put(w, WSP_COL_TAG, tag[1]);
+	if (n == ALLOC_TAG) {
+		put(w, WSP_COL_TAG, wsp_zigzag((int64_t)(tag[2] - ws->prev_handle)));
+		ws->prev_handle = tag[2];
+	}
+}
+
+static void get_tag(struct wsp_columns *ws, struct wsp_cursor *c, uint64_t *tag, int n)
+{
+	tag[0] = wsp_get_varint(c);
+	tag[1] = wsp_get_varint(c);
+	if (n == ALLOC_TAG)
+		tag[2] = ws->prev_handle = ws->prev_handle + (uint64_t)wsp_unzigzag(wsp_get_varint(c));
+}
+
 /* @return false if the allocation must stay verbatim. */
-static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uint64_t *f)
+static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uint64_t *f, bool tag)
 {
 	uint64_t addr = ws->row_addr + (uint64_t)wsp_unzigzag(f[4]), code;
 	struct wsp_col_slot *known = hint(ws, addr);
@@ -256,18 +348,20 @@ static bool encode_alloc(struct wsp_columns *ws, struct col_writer *w, const uin
 		code = z * 3;
 	}
 	if (ord != UINT32_MAX)
-		take_free(ws, ord, place);
+		take_free(ws, ord);
 	ws->row_addr = addr;
 	known->alloc = ws->nalloc;
 	push_alloc(ws, addr, cls);
-	put_common(w, 1, f);
+	put_common(w, tag ? WHAT_ALLOC_TAG : WHAT_ALLOC, f);
 	put(w, WSP_COL_ALLOC, code);
 	put(w, WSP_COL_SIZE, f[5]);
 	put(w, WSP_COL_STACK, f[6]);
+	if (tag)
+		put_tag(ws, w, f + ALLOC_FIELDS, ALLOC_TAG);
 	return true;
 }
 
-static bool encode_free(struct wsp_columns *ws, struct col_writer *w, const uint64_t *f)
+static bool encode_free(struct wsp_columns *ws, struct col_writer *w, const uint64_t *f, bool tag)
 {
 	uint64_t addr = ws->row_addr + (uint64_t)wsp_unzigzag(f[4]), code;
 	struct wsp_col_slot *known = hint(ws, addr);
@@ -285,9 +379,83 @@ static bool encode_free(struct wsp_columns *ws, struct col_writer *w, const uint
 	ws->row_addr = addr;
 	known->free = ws->nfree;
 	push_free(ws, addr, cls);
-	put_common(w, 2, f);
+	put_common(w, tag ? WHAT_FREE_TAG : WHAT_FREE, f);
 	put(w, WSP_COL_FREE, code);
+	if (tag)
+		put_tag(ws, w, f + FREE_FIELDS, FREE_TAG);
 	return true;
+}
+
+/* An annotation's address: the last annotation's (code 1), one k
+ * annotations before that (3k + 1), the allocation d ago (3d + 2), or a
+ * delta from the last annotation's (3 zigzag). Annotations name blocks
+ * the program uses again and again, and just allocated. */
+static bool encode_ann(struct wsp_columns *ws, struct col_writer *w, const uint64_t *f, const uint8_t *text,
+		       size_t n)
+{
+	if (f[2] > (UINT64_MAX >> 2))
+		return false;
+	uint64_t addr = ws->row_addr + (uint64_t)wsp_unzigzag(f[3]), code;
+	struct wsp_col_ann_hint *known =
+		&ws->ann_hints[((addr >> 3) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - __builtin_ctz(WSP_COL_ANN_HINTS))];
+	uint32_t ord = known->ord;
+	if (ws->nann && ws->prev_ann == addr) {
+		code = 1;
+	} else if (known->addr == addr && ann_known(ws, ord) && ws->anns[ord % WSP_COL_RING] == addr) {
+		code = (uint64_t)(ws->nann - 1 - ord) * 3 + 1;
+	} else if (ws->nalloc && ws->prev_alloc == addr) {
+		code = 1 * 3 + 2; /* the allocation just made: a name, say */
+	} else {
+		uint64_t z = wsp_zigzag((int64_t)(addr - ws->prev_ann));
+		if (z > UINT64_MAX / 3)
+			return false;
+		code = z * 3;
+	}
+	*known = (struct wsp_col_ann_hint){ addr, ws->nann };
+	ws->row_addr = addr;
+	push_ann(ws, addr);
+	put(w, WSP_COL_TYPE, WHAT_ANNOTATE);
+	put(w, WSP_COL_SEQ, f[0]);
+	put(w, WSP_COL_TIME, f[1]);
+	put(w, WSP_COL_ANN_ADDR, code);
+	/* ann, and what follows: mostly nothing. */
+	bool sized = f[4] != 0, more = f[5] != 0 || n != 0;
+	put(w, WSP_COL_ANN, f[2] << 2 | (uint64_t)more << 1 | sized);
+	if (sized)
+		put(w, WSP_COL_ANN, f[4]);
+	if (more) {
+		put(w, WSP_COL_ANN, f[5]);
+		put(w, WSP_COL_ANN, n);
+		put_bytes(w, WSP_COL_ANN, text, n);
+	}
+	return true;
+}
+
+/* Put the record rec..end in columns if it is of a shape they hold.
+ * @return false if it must stay verbatim. */
+static bool encode_record(struct wsp_columns *ws, struct col_writer *w, uint64_t type, const uint8_t *rec,
+			  const uint8_t *end)
+{
+	if (rec[0] != type)
+		return false;
+	uint64_t f[MOST_FIELDS];
+	int nf;
+	const uint8_t *text;
+	long n;
+	switch (type) {
+	case WSP_REC_ALLOC:
+		nf = canonical(rec, end, f, MOST_FIELDS);
+		return (nf == ALLOC_FIELDS || nf == ALLOC_FIELDS + ALLOC_TAG) &&
+		       encode_alloc(ws, w, f, nf != ALLOC_FIELDS);
+	case WSP_REC_FREE:
+		nf = canonical(rec, end, f, MOST_FIELDS);
+		return (nf == FREE_FIELDS || nf == FREE_FIELDS + FREE_TAG) && encode_free(ws, w, f, nf != FREE_FIELDS);
+	case WSP_REC_ANNOTATE:
+		n = canonical_ann(rec, end, f, &text);
+		return n >= 0 && encode_ann(ws, w, f, text, (size_t)n);
+	default:
+		return false;
+	}
 }
 
 /* Split the records in[0..n) into columns: col[i] gets len[i] bytes, each
@@ -307,12 +475,9 @@ static bool encode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t 
 		const uint8_t *payload = c.p;
 		c.p += rlen;
 		size_t reclen = (size_t)(c.p - rec);
-		uint64_t f[ALLOC_FIELDS];
-		if (type == WSP_REC_ALLOC && rec[0] == type && canonical(rec, c.p, f, ALLOC_FIELDS) && encode_alloc(ws, &w, f))
+		if (encode_record(ws, &w, type, rec, c.p))
 			continue;
-		if (type == WSP_REC_FREE && rec[0] == type && canonical(rec, c.p, f, FREE_FIELDS) && encode_free(ws, &w, f))
-			continue;
-		put(&w, WSP_COL_TYPE, 0);
+		put(&w, WSP_COL_TYPE, WHAT_VERBATIM);
 		put_bytes(&w, WSP_COL_VERBATIM, rec, reclen);
 		follow_row_addr(ws, type, payload, rlen);
 	}
@@ -359,15 +524,15 @@ const uint8_t *wsp_columns_pack(struct wsp_columns *ws, const uint8_t *in, size_
 static size_t columns_open(const uint8_t *in, size_t n, struct wsp_cursor col[WSP_COL_COUNT])
 {
 	struct wsp_cursor h = { in, in + n, false };
-	uint64_t rows = wsp_get_varint(&h), count = wsp_get_varint(&h), len[WSP_COL_COUNT];
-	if (h.bad || count != WSP_COL_COUNT || rows > SIZE_MAX / 2)
+	uint64_t rows = wsp_get_varint(&h), count = wsp_get_varint(&h), len[WSP_COL_COUNT] = { 0 };
+	if (h.bad || (count != WSP_COL_COUNT && count != WSP_COL_COUNT_2_0) || rows > SIZE_MAX / 2)
 		return SIZE_MAX;
-	for (int i = 0; i < WSP_COL_COUNT; i++)
+	for (uint64_t i = 0; i < count; i++)
 		len[i] = wsp_get_varint(&h);
 	if (h.bad)
 		return SIZE_MAX;
 	const uint8_t *p = h.p;
-	for (int i = 0; i < WSP_COL_COUNT; i++) {
+	for (int i = 0; i < WSP_COL_COUNT; i++) { /* those a 2.5 chunk lacks stay empty */
 		if (len[i] > (uint64_t)(h.end - p))
 			return SIZE_MAX;
 		col[i] = (struct wsp_cursor){ p, p + len[i], false };
@@ -387,7 +552,7 @@ size_t wsp_columns_begin(struct wsp_col_iter *it, struct wsp_columns *ws, const 
  * false if malformed. */
 static bool decode_alloc_addr(struct wsp_columns *ws, uint64_t code, uint32_t cls, uint64_t *addr)
 {
-	uint32_t ord, place = UINT32_MAX;
+	uint32_t ord;
 	if (code % 3 == 0) {
 		*addr = ws->prev_alloc + (uint64_t)wsp_unzigzag(code / 3);
 		return true;
@@ -396,7 +561,6 @@ static bool decode_alloc_addr(struct wsp_columns *ws, uint64_t code, uint32_t cl
 		ord = class_at(ws, cls, code / 3);
 		if (ord == UINT32_MAX)
 			return false;
-		place = (uint32_t)(code / 3);
 	} else {
 		uint64_t d = code / 3;
 		if (d == 0 || d > ws->nfree)
@@ -405,7 +569,7 @@ static bool decode_alloc_addr(struct wsp_columns *ws, uint64_t code, uint32_t cl
 		if (!free_live(ws, ord))
 			return false;
 	}
-	take_free(ws, ord, place);
+	take_free(ws, ord);
 	*addr = ws->frees[ord % WSP_COL_RING].addr;
 	return true;
 }
@@ -426,6 +590,68 @@ static bool decode_free_addr(struct wsp_columns *ws, uint64_t code, uint64_t *ad
 	return true;
 }
 
+static bool decode_ann_addr(struct wsp_columns *ws, uint64_t code, uint64_t *addr)
+{
+	uint64_t k = code / 3;
+	if (code % 3 == 0) {
+		*addr = ws->prev_ann + (uint64_t)wsp_unzigzag(k);
+	} else if (code % 3 == 1) {
+		if (k >= ws->nann || k >= WSP_COL_RING)
+			return false;
+		*addr = ws->anns[(ws->nann - 1 - (uint32_t)k) % WSP_COL_RING];
+	} else {
+		if (k == 0 || k > ws->nalloc || k > WSP_COL_RING)
+			return false;
+		*addr = ws->allocs[(ws->nalloc - (uint32_t)k) % WSP_COL_RING].addr;
+	}
+	return true;
+}
+
+/* r, a record of the columns, as rows: in the iterator's row, for the
+ * reader to take as a verbatim one. nf fields, then a text if text.
+ * @return false if it does not fit. */
+static bool rebuild(struct wsp_col_iter *it, struct wsp_col_record *r, const uint64_t *f, int nf, const uint8_t *text,
+		    size_t n)
+{
+	size_t len = put_row(it->row, r->type, f, nf, text, n);
+	if (!len)
+		return false;
+	r->compact = false;
+	r->record = it->row;
+	r->record_len = len;
+	r->payload = it->row + 2;
+	r->len = len - 2;
+	return true;
+}
+
+/* An ANNOTATE of the columns. @return 1, or -1 if malformed. */
+static int next_ann(struct wsp_col_iter *it, struct wsp_col_record *r)
+{
+	struct wsp_columns *ws = it->ws;
+	struct wsp_cursor *col = it->col, *a = &col[WSP_COL_ANN];
+	uint64_t f[ANN_FIELDS], addr;
+	f[0] = wsp_get_varint(&col[WSP_COL_SEQ]);
+	f[1] = wsp_get_varint(&col[WSP_COL_TIME]);
+	uint64_t code = wsp_get_varint(&col[WSP_COL_ANN_ADDR]);
+	uint64_t head = wsp_get_varint(a), n = 0;
+	f[2] = head >> 2;
+	f[4] = head & 1 ? wsp_get_varint(a) : 0;
+	f[5] = head & 2 ? wsp_get_varint(a) : 0;
+	if (head & 2)
+		n = wsp_get_varint(a);
+	if (a->bad || n > (uint64_t)(a->end - a->p) || !decode_ann_addr(ws, code, &addr))
+		return -1;
+	const uint8_t *text = a->p;
+	a->p += n;
+	f[3] = wsp_zigzag((int64_t)(addr - ws->row_addr));
+	r->type = WSP_REC_ANNOTATE;
+	if (!rebuild(it, r, f, ANN_FIELDS, text, (size_t)n))
+		return -1;
+	push_ann(ws, addr);
+	ws->row_addr = addr;
+	return 1;
+}
+
 /* The end of the columns: every one read exactly to its end. */
 static int iter_end(const struct wsp_col_iter *it)
 {
@@ -442,7 +668,7 @@ int wsp_columns_next(struct wsp_col_iter *it, struct wsp_col_record *r)
 	if (col[WSP_COL_TYPE].p >= col[WSP_COL_TYPE].end)
 		return iter_end(it);
 	uint64_t what = wsp_get_varint(&col[WSP_COL_TYPE]);
-	if (what == 0) {
+	if (what == WHAT_VERBATIM) {
 		struct wsp_cursor *v = &col[WSP_COL_VERBATIM];
 		r->record = v->p;
 		r->type = wsp_get_varint(v);
@@ -457,14 +683,18 @@ int wsp_columns_next(struct wsp_col_iter *it, struct wsp_col_record *r)
 		follow_row_addr(ws, r->type, r->payload, r->len);
 		return 1;
 	}
-	if (what > 2)
+	if (what == WHAT_ANNOTATE)
+		return next_ann(it, r);
+	if (what >= WHAT_COUNT)
 		return -1;
 	r->compact = true;
+	uint64_t from = ws->row_addr;
 	r->dseq = wsp_get_varint(&col[WSP_COL_SEQ]);
 	r->dtime = wsp_get_varint(&col[WSP_COL_TIME]);
 	r->kind = wsp_get_varint(&col[WSP_COL_KIND]);
 	r->op = wsp_get_varint(&col[WSP_COL_KIND]);
-	if (what == 1) {
+	bool alloc = what == WHAT_ALLOC || what == WHAT_ALLOC_TAG;
+	if (alloc) {
 		r->type = WSP_REC_ALLOC;
 		uint64_t code = wsp_get_varint(&col[WSP_COL_ALLOC]);
 		r->size = wsp_get_varint(&col[WSP_COL_SIZE]);
@@ -482,7 +712,14 @@ int wsp_columns_next(struct wsp_col_iter *it, struct wsp_col_record *r)
 		push_free(ws, r->addr, cls);
 	}
 	ws->row_addr = r->addr;
-	return 1;
+	if (what != WHAT_ALLOC_TAG && what != WHAT_FREE_TAG)
+		return 1;
+	/* With its CUDA fields: rows, as the reader parses them. */
+	uint64_t f[MOST_FIELDS] = { r->dseq, r->dtime, r->kind, r->op, wsp_zigzag((int64_t)(r->addr - from)), r->size,
+				    r->stack };
+	int nf = alloc ? ALLOC_FIELDS : FREE_FIELDS, ntag = alloc ? ALLOC_TAG : FREE_TAG;
+	get_tag(ws, &col[WSP_COL_TAG], f + nf, ntag);
+	return rebuild(it, r, f, nf + ntag, NULL, 0) ? 1 : -1;
 }
 
 int wsp_columns_decode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *out, size_t cap)
@@ -500,7 +737,7 @@ int wsp_columns_decode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint
 		if (r.compact) {
 			uint64_t daddr = wsp_zigzag((int64_t)(r.addr - from)); /* the row format's delta */
 			uint64_t f[ALLOC_FIELDS] = { r.dseq, r.dtime, r.kind, r.op, daddr, r.size, r.stack };
-			rn = put_row(at, r.type, f, r.type == WSP_REC_ALLOC ? ALLOC_FIELDS : FREE_FIELDS);
+			rn = put_row(at, r.type, f, r.type == WSP_REC_ALLOC ? ALLOC_FIELDS : FREE_FIELDS, NULL, 0);
 		} else {
 			if (r.record_len > (size_t)(end - p))
 				return -1;

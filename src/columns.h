@@ -47,18 +47,31 @@ enum wsp_column {
 	WSP_COL_STACK,
 	WSP_COL_FREE,      /* a free's address: reference or delta */
 	WSP_COL_VERBATIM,  /* every other record, whole */
+	/* Format 3.0: */
+	WSP_COL_ANN_ADDR,  /* an ANNOTATE's address: reference or delta */
+	WSP_COL_ANN,       /* an ANNOTATE's ann, size, pool and text */
+	WSP_COL_TAG,       /* the CUDA fields of an ALLOC or FREE */
 	WSP_COL_COUNT
 };
+
+/* The columns of a format 2.x chunk: up to WSP_COL_VERBATIM. */
+#define WSP_COL_COUNT_2_0 (WSP_COL_VERBATIM + 1)
+
+/* The longest record the decoder rebuilds into rows: a one-byte type and
+ * length, a payload of at most 127 bytes. */
+#define WSP_COL_ROW_MAX (2 + 127)
 
 #define WSP_COL_RING (1u << 15)    /* allocations and frees remembered per segment */
 #define WSP_COL_CLASSES 512        /* size classes; 0: a block of unknown size */
 #define WSP_COL_DEPTH 64           /* frees remembered per size class */
 #define WSP_COL_BUCKET_BITS 13      /* encoder hints: 2^13 buckets of 4 */
+#define WSP_COL_ANN_HINTS 1024      /* encoder hints for annotated addresses */
 
 struct wsp_col_block {
 	uint64_t addr;
 	uint32_t cls;
-	bool used; /* a freed block an allocation has taken again */
+	bool used;   /* a freed block an allocation has taken again */
+	uint8_t pos; /* a free's index in its class's ring of ordinals */
 };
 
 /* The newest frees of one size class, a ring of their ords. */
@@ -67,9 +80,9 @@ struct wsp_col_class {
 };
 
 /* An encoder hint: where an address, known by 32 bits of its hash, was
- * last allocated and freed (ords; UINT32_MAX: not known). */
+ * last allocated, freed and annotated (ords; UINT32_MAX: not known). */
 struct wsp_col_slot {
-	uint32_t tag, alloc, free, unused;
+	uint32_t tag, alloc, free, ann;
 };
 
 struct wsp_columns {
@@ -77,8 +90,11 @@ struct wsp_columns {
 	uint64_t row_addr;   /* what the row format's next address delta is from */
 	uint64_t prev_alloc; /* the last allocation's address */
 	uint64_t prev_miss;  /* the last free's address that was no reference */
-	uint32_t nalloc, nfree;
+	uint64_t prev_ann;   /* the last annotation's address */
+	uint64_t prev_handle; /* the last CUDA handle of an allocation */
+	uint32_t nalloc, nfree, nann;
 	struct wsp_col_block allocs[WSP_COL_RING], frees[WSP_COL_RING];
+	uint64_t anns[WSP_COL_RING]; /* the annotations' addresses, in order */
 	/* Each class's newest frees: its head and count apart from the
 	 * ordinals, so that a reset touches 4 KiB (a short process's trace
 	 * is a chunk or two; a page faulted in costs more than the chunk). */
@@ -89,6 +105,13 @@ struct wsp_columns {
 	 * uses the first 2^hint_bits buckets, about one slot a record. */
 	struct wsp_col_slot hints[1u << WSP_COL_BUCKET_BITS][4];
 	unsigned hint_bits;
+	/* Encoder only: the newest annotation of an address, by its hash
+	 * (few addresses, used again and again: a table that stays in cache;
+	 * checked against the ring as well). */
+	struct wsp_col_ann_hint {
+		uint64_t addr;
+		uint32_t ord;
+	} ann_hints[WSP_COL_ANN_HINTS];
 };
 
 /* The header before the columns: the rows' size, the column count and
@@ -105,8 +128,9 @@ struct wsp_columns {
 const uint8_t *wsp_columns_pack(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *area, size_t cap,
 				size_t *len);
 
-/* One record of a column-layout chunk: a verbatim record as written, or
- * an ALLOC or FREE given by its fields, its address whole. */
+/* One record of a column-layout chunk: a verbatim record as written (or
+ * rebuilt: an ANNOTATE, an ALLOC or FREE with CUDA fields), or an ALLOC or
+ * FREE given by its fields, its address whole. */
 struct wsp_col_record {
 	uint64_t type;
 	bool compact;
@@ -119,6 +143,7 @@ struct wsp_col_record {
 struct wsp_col_iter {
 	struct wsp_columns *ws;
 	struct wsp_cursor col[WSP_COL_COUNT];
+	uint8_t row[WSP_COL_ROW_MAX]; /* a rebuilt record, until the next one */
 };
 
 /* Start reading the chunk in[0..n) (which must outlive the reading) with

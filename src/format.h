@@ -59,6 +59,10 @@ enum wsp_record_type {
 /* Largest encoded event record (type, length and 10 varints of 10 bytes). */
 #define WSP_EVENT_RECORD_MAX 110
 
+/* The most an ANNOTATE's payload takes with a text of n bytes: six
+ * varints, the text's length and the text. */
+#define WSP_ANNOTATE_PAYLOAD_MAX(n) (6 * 10 + 2 + (size_t)(n))
+
 static inline void wsp_put_le32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)v;

@@ -39,8 +39,8 @@ extern "C" {
 #endif
 
 /* Trace format version this reader writes and understands (doc/trace-format.md). */
-#define WSPROF_FORMAT_MAJOR 2
-#define WSPROF_FORMAT_MINOR 5
+#define WSPROF_FORMAT_MAJOR 3
+#define WSPROF_FORMAT_MINOR 0
 
 /* A frame of a stack that is a Python frame (2.3), not a return address:
  * the top bit set, the code object's id (wsprof_trace_pycode) and the

@@ -31,7 +31,7 @@ void wsp_annotate(unsigned ann, uint64_t addr, uint64_t size, uint64_t pool, con
 	uint8_t *p = t ? wsp_event_begin(t, WSP_EVENT_RECORD_MAX + n) : NULL;
 	if (p) {
 		struct wsp_record_mark m;
-		p = wsp_record_open(p, WSP_REC_ANNOTATE, WSP_EVENT_RECORD_MAX + n, &m);
+		p = wsp_record_open(p, WSP_REC_ANNOTATE, WSP_ANNOTATE_PAYLOAD_MAX(n), &m);
 		p = wsp_event_stamp(t, p);
 		p = wsp_put_varint(p, ann);
 		p = wsp_put_addr(t, p, addr);

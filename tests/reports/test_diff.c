@@ -10,6 +10,7 @@
  */
 #include "harness.h"
 #include "pictures.h"
+#include "wsprof/trace.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -218,10 +219,10 @@ Test(diff, bad_input)
 	cr_expect(strstr(r.err, "/nonexistent.wsp"), "%s", r.err);
 	cr_expect_eq(wt_count_lines(r.err), 1, "one line: %s", r.err);
 	wt_result_free(&r);
-	/* A trace of a newer format (major version 3) is refused. */
+	/* A trace of a newer format (the next major version) is refused. */
 	size_t len;
 	char *bytes = wt_read_file(base, &len);
-	bytes[16] = 3;
+	bytes[16] = WSPROF_FORMAT_MAJOR + 1;
 	char *newer = wt_path(wt_test_dir(), "newer.wsp");
 	cr_assert_eq(wt_write_file(newer, bytes, len), 0);
 	r = wt_wsprof_run((const char *[]){ "diff", base, newer, NULL });

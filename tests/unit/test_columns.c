@@ -133,6 +133,113 @@ Test(columns, references_for_reused_addresses)
 	free(r.p);
 }
 
+static void annotate(struct rows *r, uint64_t ann, uint64_t a, uint64_t size, uint64_t pool, const char *text)
+{
+	uint64_t d = daddr(r, a);
+	uint8_t *p = r->p + r->len;
+	struct wsp_record_mark m;
+	p = wsp_record_open(p, WSP_REC_ANNOTATE, WSP_ANNOTATE_PAYLOAD_MAX(text ? strlen(text) : 0), &m);
+	uint64_t f[] = { 1, 0, ann, d, size, pool };
+	for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+		p = wsp_put_varint(p, f[i]);
+	p = wsp_put_bytes(p, text ? text : "", text ? strlen(text) : 0);
+	r->len = (size_t)(wsp_record_close(p, &m) - r->p);
+}
+
+static void expect_column(const struct encoded *e, int col, const uint8_t *want, size_t n)
+{
+	cr_assert_eq(e->len[col], n, "column %d: %zu bytes, want %zu", col, e->len[col], n);
+	cr_expect_eq(memcmp(e->col[col], want, n), 0, "column %d", col);
+}
+
+/* Format 3.0: annotations name their addresses by reference too, and
+ * CUDA allocations keep their fields in a column of their own. */
+Test(columns, annotations_and_cuda_fields_are_columns)
+{
+	struct rows r = rows_new();
+	segment(&r, 7);
+	alloc(&r, 0x10000, 4096, 3);
+	annotate(&r, WSPROF_ANN_NAME, 0x10000, 0, 0, "weights"); /* the allocation one ago */
+	annotate(&r, WSPROF_ANN_VALID, 0x10000, 0, 0, NULL);     /* the last annotation's */
+	annotate(&r, WSPROF_ANN_ACQUIRE, 0x10040, 0, 0, NULL);   /* a delta from it */
+	annotate(&r, WSPROF_ANN_TOUCH, 0x10040, 4096, 0, NULL);  /* the last one's, sized */
+	annotate(&r, WSPROF_ANN_RELEASE, 0x10000, 0, 0, NULL);   /* the one two before the last */
+	uint64_t d = daddr(&r, 0x7e0000000000u);
+	rec(&r, WSP_REC_ALLOC, (uint64_t[]){ 1, 0, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_ALLOC, d, 512, 2, 1, 0, 0x5000 }, 10);
+	d = daddr(&r, 0x7e0000000200u);
+	rec(&r, WSP_REC_ALLOC, (uint64_t[]){ 1, 0, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_ALLOC, d, 512, 2, 1, 3, 0x5100 }, 10);
+	d = daddr(&r, 0x7e0000000000u);
+	rec(&r, WSP_REC_FREE, (uint64_t[]){ 1, 0, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_FREE, d, 1, 0 }, 7);
+	char longer[200];
+	memset(longer, 'x', sizeof longer - 1);
+	longer[sizeof longer - 1] = 0;
+	annotate(&r, WSPROF_ANN_NAME, 0x10000, 0, 0, longer); /* too long for a one-byte length: verbatim */
+	struct encoded e;
+	expect_round_trip(&r, &e);
+	expect_column(&e, WSP_COL_TYPE, (const uint8_t[]){ 0, 1, 3, 3, 3, 3, 3, 4, 4, 5, 0 }, 11);
+	uint8_t want[64], *p = want;
+	p = wsp_put_varint(p, 1 * 3 + 2);
+	p = wsp_put_varint(p, 1);
+	p = wsp_put_varint(p, wsp_zigzag(0x40) * 3);
+	p = wsp_put_varint(p, 1);
+	p = wsp_put_varint(p, 2 * 3 + 1);
+	expect_column(&e, WSP_COL_ANN_ADDR, want, (size_t)(p - want));
+	p = want;
+	p = wsp_put_varint(p, WSPROF_ANN_NAME << 2 | 2);
+	p = wsp_put_varint(p, 0); /* pool */
+	p = wsp_put_bytes(p, "weights", 7);
+	p = wsp_put_varint(p, WSPROF_ANN_VALID << 2);
+	p = wsp_put_varint(p, WSPROF_ANN_ACQUIRE << 2);
+	p = wsp_put_varint(p, WSPROF_ANN_TOUCH << 2 | 1);
+	p = wsp_put_varint(p, 4096);
+	p = wsp_put_varint(p, WSPROF_ANN_RELEASE << 2);
+	expect_column(&e, WSP_COL_ANN, want, (size_t)(p - want));
+	p = want;
+	p = wsp_put_varint(p, 1);
+	p = wsp_put_varint(p, 0);
+	p = wsp_put_varint(p, wsp_zigzag(0x5000));
+	p = wsp_put_varint(p, 1);
+	p = wsp_put_varint(p, 3);
+	p = wsp_put_varint(p, wsp_zigzag(0x100));
+	p = wsp_put_varint(p, 1);
+	p = wsp_put_varint(p, 0);
+	expect_column(&e, WSP_COL_TAG, want, (size_t)(p - want));
+	/* The CUDA free names the allocation two ago. */
+	expect_column(&e, WSP_COL_FREE, (const uint8_t[]){ 2 * 2 + 1 }, 1);
+	encoded_free(&e);
+	free(r.p);
+}
+
+/* A chunk of a 2.x trace has nine columns: it reads as before. */
+Test(columns, a_nine_column_chunk_still_reads)
+{
+	struct rows r = rows_new();
+	segment(&r, 3);
+	for (int i = 0; i < 50; i++) {
+		alloc(&r, 0x20000u + 0x100u * (uint64_t)(i % 7), 100, 1);
+		release(&r, 0x20000u + 0x100u * (uint64_t)(i % 7));
+	}
+	struct encoded e;
+	expect_round_trip(&r, &e);
+	for (int i = WSP_COL_COUNT_2_0; i < WSP_COL_COUNT; i++)
+		cr_assert_eq(e.len[i], 0);
+	uint8_t *old = malloc(e.n), *h = wsp_put_varint(old, r.len);
+	h = wsp_put_varint(h, WSP_COL_COUNT_2_0);
+	size_t body = 0;
+	for (int i = 0; i < WSP_COL_COUNT_2_0; i++) {
+		h = wsp_put_varint(h, e.len[i]);
+		body += e.len[i];
+	}
+	memcpy(h, e.col[0], body); /* the columns lie one after the other */
+	uint8_t *back = malloc(r.len);
+	cr_assert_eq(wsp_columns_decode(&dec, old, (size_t)(h - old) + body, back, r.len), 0);
+	cr_expect_eq(memcmp(back, r.p, r.len), 0);
+	free(back);
+	free(old);
+	encoded_free(&e);
+	free(r.p);
+}
+
 /* Every record type, CUDA fields, padded varints, several segments, more
  * allocations than the rings hold, double frees and frees of strangers. */
 Test(columns, every_record_comes_back_exactly)
@@ -179,8 +286,9 @@ Test(columns, every_record_comes_back_exactly)
 					break;
 				}
 				case 4: {
-					uint64_t d = daddr(&r, a + 8);
-					rec(&r, WSP_REC_ANNOTATE, (uint64_t[]){ 1, 0, 5, d, 16, 0, 0 }, 7);
+					static const char *const texts[] = { NULL, "", "batch", "a name of some length" };
+					annotate(&r, x % 12, x % 5 ? a + 8 * (x % 3) : 0, x % 4 ? 16 : 0, x % 9 == 0 ? a : 0,
+						 texts[(x >> 3) % 4]);
 					break;
 				}
 				case 5: {
@@ -217,6 +325,8 @@ Test(columns, every_record_comes_back_exactly)
 	expect_round_trip(&r, &e);
 	cr_expect_gt(e.len[WSP_COL_ALLOC], 0);
 	cr_expect_gt(e.len[WSP_COL_VERBATIM], 0);
+	cr_expect_gt(e.len[WSP_COL_ANN_ADDR], 0);
+	cr_expect_gt(e.len[WSP_COL_TAG], 0);
 	encoded_free(&e);
 	free(r.p);
 }
