@@ -294,7 +294,7 @@ int model_ensure_wss(struct wsp_model *m, wsprof_trace *t)
 	if (t)
 		m->window_ns = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
 	uint64_t bucket = m->wss_bucket_ns ? m->wss_bucket_ns : m->window_ns ? m->window_ns : 100000000u;
-	m->wss = wsp_wss_new(bucket, m->totals_only || m->unmatched_access ? attribute_nothing : attribute, m);
+	m->wss = wsp_wss_new(bucket, m->totals_only ? NULL : m->unmatched_access ? attribute_nothing : attribute, m);
 	return m->wss ? 0 : -ENOMEM;
 }
 

@@ -151,9 +151,9 @@ struct wsp_model_options {
 	uint64_t wss_bucket_ns;
 	/* Only the totals a summary shows: no live series (wsp_model_live_series
 	 * stays empty), and access samples make working-set windows without
-	 * being matched to blocks (no block's access figures, no window split
-	 * by kind). Matching keeps blocks in address order, which costs more
-	 * than everything else. */
+	 * being matched to blocks or measured (the windows are counted, with no
+	 * bytes, no block's access figures). Matching keeps blocks in address
+	 * order, which costs more than everything else. */
 	bool totals_only;
 	/* Access samples are not matched to blocks (no block's or site's
 	 * access figures, no working-set window split by kind), while every

@@ -166,8 +166,8 @@ int wsp_wss_add(struct wsp_wss *w, unsigned source, uint64_t end_ns, uint64_t wi
 		w->cur.start_ns = start;
 	if (end_ns > w->cur.end_ns)
 		w->cur.end_ns = end_ns;
-	if (!n)
-		return 0; /* a window with nothing accessed: the bucket is there, with no regions */
+	if (!n || !w->attribute)
+		return 0; /* a window with nothing accessed, or only buckets kept: the bucket is there, with no regions */
 	if (wsp_grow(&w->regions[source], &w->rcap[source], w->nregions[source] + n, sizeof *r))
 		return -ENOMEM;
 	memcpy(w->regions[source] + w->nregions[source], r, n * sizeof *r);

@@ -57,7 +57,8 @@ static inline bool wsp_access_is_window(unsigned source, uint64_t window_ns)
 typedef uint64_t (*wsp_wss_attribute_fn)(void *ctx, uint64_t start_ns, uint64_t end_ns, uint64_t addr, uint64_t len,
 					 uint64_t *kind_bytes);
 
-/* bucket_ns 0: each recorded window is a bucket. */
+/* bucket_ns 0: each recorded window is a bucket. attribute NULL: the
+ * buckets alone are kept, with no bytes (a summary counts the windows). */
 struct wsp_wss *wsp_wss_new(uint64_t bucket_ns, wsp_wss_attribute_fn attribute, void *ctx);
 void wsp_wss_free(struct wsp_wss *w);
 /* One sample: the window [end - window, end]. @return 0 or -ENOMEM. */
