@@ -178,20 +178,27 @@ static uint32_t class_at(struct wsp_columns *ws, uint32_t cls, uint64_t place)
 
 /* ---- encoder ------------------------------------------------------------ */
 
-/* The hint for addr: its slot, or a slot taken for it (one whose hints no
- * longer hold, else one by turns). */
+/* Whether the free ord is still in the ring (taken again or not): no look
+ * at the ring itself, which is a cache miss. */
+static bool free_in_ring(const struct wsp_columns *ws, uint32_t ord)
+{
+	return ord < ws->nfree && ws->nfree - ord <= WSP_COL_RING;
+}
+
+/* The hint for addr: its slot, or a slot taken for it (one whose ords have
+ * left the rings, else one by turns). One cache line read: the slots hold
+ * their whole address, and which one to take is told from the ords alone. */
 static struct wsp_col_slot *hint(struct wsp_columns *ws, uint64_t addr)
 {
 	uint64_t h = (addr >> 4) * UINT64_C(0x9E3779B97F4A7C15);
-	uint32_t tag = (uint32_t)(h >> 19);
-	struct wsp_col_slot *b = ws->hints[h >> (64 - ws->hint_bits)], *victim = &b[tag & 3];
+	struct wsp_col_slot *b = ws->hints[h >> (64 - ws->hint_bits)], *victim = &b[(h >> 19) & 3];
 	for (int i = 0; i < 4; i++) {
-		if (b[i].tag == tag)
+		if (b[i].addr == addr)
 			return &b[i];
-		if (!alloc_known(ws, b[i].alloc) && !free_live(ws, b[i].free) && !ann_known(ws, b[i].ann))
+		if (!alloc_known(ws, b[i].alloc) && !free_in_ring(ws, b[i].free))
 			victim = &b[i];
 	}
-	*victim = (struct wsp_col_slot){ tag, UINT32_MAX, UINT32_MAX, UINT32_MAX };
+	*victim = (struct wsp_col_slot){ addr, UINT32_MAX, UINT32_MAX };
 	return victim;
 }
 
@@ -243,11 +250,17 @@ static size_t put_row(uint8_t *out, uint64_t type, const uint64_t *f, int nf, co
 }
 
 /* Read up to max minimal varints from p on. @return how many, up to end
- * or the first that is not one, and *at where they stopped. */
+ * or the first that is not one, and *at where they stopped. Most fields
+ * are a byte (a sequence or time delta, a kind, an op): those take one
+ * compare. */
 static int minimal_fields(const uint8_t *p, const uint8_t *end, uint64_t *f, int max, const uint8_t **at)
 {
 	int i = 0;
 	for (; i < max && p < end; i++) {
+		if (*p < 0x80) {
+			f[i] = *p++;
+			continue;
+		}
 		const uint8_t *q = p;
 		uint64_t v = 0;
 		for (int shift = 0;; shift += 7) {
@@ -256,7 +269,7 @@ static int minimal_fields(const uint8_t *p, const uint8_t *end, uint64_t *f, int
 			uint8_t b = *q++;
 			v |= (uint64_t)(b & 0x7f) << shift;
 			if (!(b & 0x80)) {
-				if (!b && shift) /* a padded varint */
+				if (!b) /* a padded varint (its first byte continued) */
 					goto out;
 				break;
 			}

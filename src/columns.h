@@ -79,10 +79,11 @@ struct wsp_col_class {
 	uint32_t head, count; /* where the newest is in its ring of ordinals, how many */
 };
 
-/* An encoder hint: where an address, known by 32 bits of its hash, was
- * last allocated, freed and annotated (ords; UINT32_MAX: not known). */
+/* An encoder hint: where an address was last allocated and freed (ords;
+ * UINT32_MAX: not known). */
 struct wsp_col_slot {
-	uint32_t tag, alloc, free, ann;
+	uint64_t addr;
+	uint32_t alloc, free;
 };
 
 struct wsp_columns {
