@@ -203,6 +203,9 @@ void wsp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *wsp_pages_alloc(size_t size);   /* zeroed, page-granular, NULL on failure */
 void wsp_pages_free(void *p, size_t size);
 void *wsp_mem_alloc(size_t size);     /* small zeroed objects that live until exit */
+/* The same in whole cache lines of their own: what one thread writes on
+ * every event, which must not share a line with another's. */
+void *wsp_mem_alloc_lines(size_t size);
 
 /* ---- sequence counts (seqlocks) ------------------------------------- */
 /* What a hot path reads without a lock: writers, serialized among

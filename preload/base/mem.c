@@ -29,18 +29,21 @@ void wsp_pages_free(void *p, size_t size)
 
 #define BLOCK (64 * 1024)
 
-void *wsp_mem_alloc(size_t size)
+/* size bytes at a multiple of align (a power of two up to 64), the size
+ * rounded up to one too. */
+static void *mem_alloc(size_t size, size_t align)
 {
 	static atomic_flag lock = ATOMIC_FLAG_INIT;
 	static unsigned char *block;
 	static size_t used = BLOCK;
 
-	size = (size + 15) & ~(size_t)15;
+	size = (size + align - 1) & ~(align - 1);
 	if (size > BLOCK / 4)
 		return wsp_pages_alloc(size);
 	while (atomic_flag_test_and_set_explicit(&lock, memory_order_acquire))
 		;
 	void *p = NULL;
+	used = (used + align - 1) & ~(align - 1); /* blocks are pages: aligned */
 	if (used + size > BLOCK) {
 		unsigned char *b = wsp_pages_alloc(BLOCK);
 		if (b) {
@@ -54,4 +57,14 @@ void *wsp_mem_alloc(size_t size)
 	}
 	atomic_flag_clear_explicit(&lock, memory_order_release);
 	return p;
+}
+
+void *wsp_mem_alloc(size_t size)
+{
+	return mem_alloc(size, 16);
+}
+
+void *wsp_mem_alloc_lines(size_t size)
+{
+	return mem_alloc(size, 64);
 }

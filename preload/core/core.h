@@ -69,7 +69,14 @@ void wsp_events_discard(void);
 void wsp_events_lock_all(void);
 void wsp_events_unlock_all(void);
 
-extern _Atomic uint64_t wsp_seq;
+/* The global order's counter, alone on its cache line: every event of every
+ * thread moves that line, and what sat beside it (the start time, the stack
+ * hook read on every allocation) would move with it. */
+struct wsp_seq_line {
+	_Alignas(64) _Atomic uint64_t n;
+	char pad[64 - sizeof(uint64_t)];
+};
+extern struct wsp_seq_line wsp_seq;
 extern uint64_t wsp_start_mono, wsp_start_real;
 
 /* Stacks that hold more than native frames (python/python.c, which

@@ -30,7 +30,7 @@
 #define BUF_SIZE WSP_BUF_SIZE
 #define BUF_MAX_BYTES WSP_BUF_MAX_BYTES
 
-_Atomic uint64_t wsp_seq;
+struct wsp_seq_line wsp_seq;
 uint64_t wsp_start_mono, wsp_start_real;
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -202,7 +202,7 @@ struct wsp_thread *wsp_thread_self(void)
 	for (t = threads; t && !t->dead; t = t->next)
 		;
 	if (!t) {
-		t = wsp_mem_alloc(sizeof *t);
+		t = wsp_mem_alloc_lines(sizeof *t); /* written on every event: no line shared with another thread's */
 		if (t) {
 			atomic_flag_clear(&t->lock);
 			atomic_store(&t->floor, UINT64_MAX);
@@ -251,7 +251,7 @@ static void thread_exit(struct wsp_thread *t)
 
 uint64_t wsp_threads_sweep(void)
 {
-	uint64_t watermark = atomic_load(&wsp_seq);
+	uint64_t watermark = atomic_load(&wsp_seq.n);
 	pthread_mutex_lock(&reg_lock);
 	for (struct wsp_thread *t = threads; t; t = t->next) {
 		spin_lock(&t->lock);
@@ -269,7 +269,7 @@ uint64_t wsp_threads_sweep(void)
 
 uint64_t wsp_threads_watermark(void)
 {
-	uint64_t now = atomic_load(&wsp_seq), watermark = now;
+	uint64_t now = atomic_load(&wsp_seq.n), watermark = now;
 	pthread_mutex_lock(&reg_lock);
 	for (struct wsp_thread *t = threads; t; t = t->next) {
 		/* No thread lock: a thread writing events holds its own, and on
@@ -410,7 +410,7 @@ uint8_t *wsp_event_begin(struct wsp_thread *t, size_t need)
 		/* Every event this buffer will hold takes its number after
 		 * this: the writer may count on it (seq_cst, before the
 		 * fetch_add of the first event). */
-		b->floor = atomic_load(&wsp_seq);
+		b->floor = atomic_load(&wsp_seq.n);
 		atomic_store(&t->floor, b->floor);
 		__atomic_store_n(&t->buf, b, __ATOMIC_RELEASE);
 		segment_open(t, b);
@@ -428,7 +428,7 @@ void wsp_event_end(struct wsp_thread *t, uint8_t *end, bool counted)
 
 uint8_t *wsp_event_stamp(struct wsp_thread *t, uint8_t *p)
 {
-	uint64_t seq = atomic_fetch_add_explicit(&wsp_seq, 1, memory_order_relaxed);
+	uint64_t seq = atomic_fetch_add_explicit(&wsp_seq.n, 1, memory_order_relaxed);
 	uint64_t now = wsp_coarse_now_ns();
 	if (now < t->prev_time)
 		now = t->prev_time;

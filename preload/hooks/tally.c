@@ -167,8 +167,7 @@ static __attribute__((noinline)) struct wsp_tally *join(void)
 		t = t->next;
 	if (t) {
 		t->vacant = false;
-	} else if ((t = wsp_mem_alloc(sizeof *t + 64))) {
-		t = (struct wsp_tally *)(((uintptr_t)t + 63) & ~(uintptr_t)63);
+	} else if ((t = wsp_mem_alloc_lines(sizeof *t))) {
 		t->next = tallies;
 		tallies = t;
 	}
