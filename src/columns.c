@@ -21,7 +21,9 @@
 #define ALLOC_TAG 3    /* then device + 1, stream, handle */
 #define FREE_TAG 2     /* then device + 1, stream */
 #define ANN_FIELDS 6   /* dseq, dtime, ann, daddr, size, pool; then the text */
+#define ACCESS_FIELDS 5 /* dseq, dtime, source, window_ns, n; then n gaps and lengths */
 #define MOST_FIELDS (ALLOC_FIELDS + ALLOC_TAG)
+#define ACCESS_MOST 127 /* fields in a one-byte length at most */
 
 /* What the type column says of a record. */
 enum {
@@ -31,6 +33,7 @@ enum {
 	WHAT_ANNOTATE,  /* 3.0 */
 	WHAT_ALLOC_TAG, /* 3.0: an ALLOC with its CUDA fields */
 	WHAT_FREE_TAG,  /* 3.0: a FREE with its CUDA fields */
+	WHAT_ACCESS,    /* 3.0: an ACCESS */
 	WHAT_COUNT
 };
 
@@ -51,7 +54,7 @@ static uint32_t size_class(uint64_t size)
 
 static void segment_reset(struct wsp_columns *ws)
 {
-	ws->row_addr = ws->prev_alloc = ws->prev_miss = ws->prev_ann = ws->prev_handle = 0;
+	ws->row_addr = ws->prev_alloc = ws->prev_miss = ws->prev_ann = ws->prev_handle = ws->prev_region = ws->prev_stream = 0;
 	ws->nalloc = ws->nfree = ws->nann = 0;
 	memset(ws->classes, 0, sizeof ws->classes);
 }
@@ -202,6 +205,17 @@ static struct wsp_col_slot *hint(struct wsp_columns *ws, uint64_t addr)
 	return victim;
 }
 
+/* addr's hint if it has one: a look that takes no slot. */
+static const struct wsp_col_slot *hint_find(const struct wsp_columns *ws, uint64_t addr)
+{
+	uint64_t h = (addr >> 4) * UINT64_C(0x9E3779B97F4A7C15);
+	const struct wsp_col_slot *b = ws->hints[h >> (64 - ws->hint_bits)];
+	for (int i = 0; i < 4; i++)
+		if (b[i].addr == addr)
+			return &b[i];
+	return NULL;
+}
+
 struct col_writer {
 	uint8_t *const *col;
 	size_t *len, cap;
@@ -320,22 +334,36 @@ static void put_common(struct col_writer *w, uint64_t what, const uint64_t *f)
 	put(w, WSP_COL_KIND, f[3]);
 }
 
-/* The CUDA fields: device + 1 and stream as they are, an allocation's
- * handle (its pool, its physical memory) as the change from the last. */
+/* The CUDA fields: device + 1 as it is; the stream as 0 (none), 1 (the
+ * last stream named) or 2 + the zigzag change from it; an allocation's
+ * handle (its pool, its physical memory) as the zigzag change from the
+ * last one. */
 static void put_tag(struct wsp_columns *ws, struct col_writer *w, const uint64_t *tag, int n)
 {
 	put(w, WSP_COL_TAG, tag[0]);
-	put(w, WSP_COL_TAG, tag[1]);
+	uint64_t z = wsp_zigzag((int64_t)(tag[1] - ws->prev_stream));
+	put(w, WSP_COL_TAG, !tag[1] ? 0 : tag[1] == ws->prev_stream ? 1 : z + 2); /* tag_codable */
+	if (tag[1])
+		ws->prev_stream = tag[1];
 	if (n == ALLOC_TAG) {
 		put(w, WSP_COL_TAG, wsp_zigzag((int64_t)(tag[2] - ws->prev_handle)));
 		ws->prev_handle = tag[2];
 	}
 }
 
+/* Whether put_tag has a code for the stream. */
+static bool tag_codable(const struct wsp_columns *ws, const uint64_t *tag)
+{
+	return wsp_zigzag((int64_t)(tag[1] - ws->prev_stream)) <= UINT64_MAX - 2;
+}
+
 static void get_tag(struct wsp_columns *ws, struct wsp_cursor *c, uint64_t *tag, int n)
 {
 	tag[0] = wsp_get_varint(c);
-	tag[1] = wsp_get_varint(c);
+	uint64_t s = wsp_get_varint(c);
+	tag[1] = s == 0 ? 0 : s == 1 ? ws->prev_stream : ws->prev_stream + (uint64_t)wsp_unzigzag(s - 2);
+	if (tag[1])
+		ws->prev_stream = tag[1];
 	if (n == ALLOC_TAG)
 		tag[2] = ws->prev_handle = ws->prev_handle + (uint64_t)wsp_unzigzag(wsp_get_varint(c));
 }
@@ -444,6 +472,47 @@ static bool encode_ann(struct wsp_columns *ws, struct col_writer *w, const uint6
 	return true;
 }
 
+/* An ACCESS region's start: the allocation d ago (2d + 1), as a kernel's
+ * parameters name whole blocks, or a delta from the last region's start
+ * (prev, which it becomes). @return false if the delta has no code. */
+static bool region_code(const struct wsp_columns *ws, uint64_t start, uint64_t *prev, uint64_t *code)
+{
+	const struct wsp_col_slot *known = hint_find(ws, start);
+	if (known && alloc_known(ws, known->alloc) && ws->allocs[known->alloc % WSP_COL_RING].addr == start) {
+		*code = (uint64_t)(ws->nalloc - known->alloc) * 2 + 1;
+	} else {
+		uint64_t z = wsp_zigzag((int64_t)(start - *prev));
+		if (z > UINT64_MAX / 2)
+			return false;
+		*code = z * 2;
+	}
+	*prev = start;
+	return true;
+}
+
+/* An ACCESS of nf fields (f: dseq, dtime, source, window, n, then each
+ * region's gap from the last one's end and its length; the codes replace
+ * the gaps in f). @return false if it must stay verbatim. */
+static bool encode_access(struct wsp_columns *ws, struct col_writer *w, uint64_t *f, int nf)
+{
+	if (nf < ACCESS_FIELDS || (nf - ACCESS_FIELDS) % 2 || f[4] != (uint64_t)(nf - ACCESS_FIELDS) / 2)
+		return false;
+	uint64_t end = 0, prev = ws->prev_region;
+	for (int i = ACCESS_FIELDS; i < nf; i += 2) {
+		uint64_t start = end + f[i];
+		end = start + f[i + 1];
+		if (!region_code(ws, start, &prev, &f[i]))
+			return false;
+	}
+	ws->prev_region = prev;
+	put(w, WSP_COL_TYPE, WHAT_ACCESS);
+	put(w, WSP_COL_SEQ, f[0]);
+	put(w, WSP_COL_TIME, f[1]);
+	for (int i = 2; i < nf; i++)
+		put(w, WSP_COL_ACCESS, f[i]);
+	return true;
+}
+
 /* Put the record rec..end in columns if it is of a shape they hold.
  * @return false if it must stay verbatim. */
 static bool encode_record(struct wsp_columns *ws, struct col_writer *w, uint64_t type, const uint8_t *rec,
@@ -451,21 +520,25 @@ static bool encode_record(struct wsp_columns *ws, struct col_writer *w, uint64_t
 {
 	if (rec[0] != type)
 		return false;
-	uint64_t f[MOST_FIELDS];
+	uint64_t f[ACCESS_MOST];
 	int nf;
 	const uint8_t *text;
 	long n;
 	switch (type) {
 	case WSP_REC_ALLOC:
 		nf = canonical(rec, end, f, MOST_FIELDS);
-		return (nf == ALLOC_FIELDS || nf == ALLOC_FIELDS + ALLOC_TAG) &&
+		return (nf == ALLOC_FIELDS || (nf == ALLOC_FIELDS + ALLOC_TAG && tag_codable(ws, f + ALLOC_FIELDS))) &&
 		       encode_alloc(ws, w, f, nf != ALLOC_FIELDS);
 	case WSP_REC_FREE:
 		nf = canonical(rec, end, f, MOST_FIELDS);
-		return (nf == FREE_FIELDS || nf == FREE_FIELDS + FREE_TAG) && encode_free(ws, w, f, nf != FREE_FIELDS);
+		return (nf == FREE_FIELDS || (nf == FREE_FIELDS + FREE_TAG && tag_codable(ws, f + FREE_FIELDS))) &&
+		       encode_free(ws, w, f, nf != FREE_FIELDS);
 	case WSP_REC_ANNOTATE:
 		n = canonical_ann(rec, end, f, &text);
 		return n >= 0 && encode_ann(ws, w, f, text, (size_t)n);
+	case WSP_REC_ACCESS:
+		nf = canonical(rec, end, f, ACCESS_MOST);
+		return nf >= 0 && encode_access(ws, w, f, nf);
 	default:
 		return false;
 	}
@@ -665,6 +738,40 @@ static int next_ann(struct wsp_col_iter *it, struct wsp_col_record *r)
 	return 1;
 }
 
+/* An ACCESS of the columns. @return 1, or -1 if malformed. */
+static int next_access(struct wsp_col_iter *it, struct wsp_col_record *r)
+{
+	struct wsp_columns *ws = it->ws;
+	struct wsp_cursor *col = it->col, *a = &col[WSP_COL_ACCESS];
+	uint64_t f[ACCESS_MOST];
+	f[0] = wsp_get_varint(&col[WSP_COL_SEQ]);
+	f[1] = wsp_get_varint(&col[WSP_COL_TIME]);
+	for (int i = 2; i < ACCESS_FIELDS; i++)
+		f[i] = wsp_get_varint(a);
+	if (a->bad || f[4] > (ACCESS_MOST - ACCESS_FIELDS) / 2)
+		return -1;
+	int nf = ACCESS_FIELDS + 2 * (int)f[4];
+	uint64_t end = 0;
+	for (int i = ACCESS_FIELDS; i < nf; i += 2) {
+		uint64_t code = wsp_get_varint(a), start, d = code / 2;
+		f[i + 1] = wsp_get_varint(a);
+		if (a->bad)
+			return -1;
+		if (code % 2 == 0) {
+			start = ws->prev_region + (uint64_t)wsp_unzigzag(d);
+		} else {
+			if (d == 0 || d > ws->nalloc || d > WSP_COL_RING)
+				return -1;
+			start = ws->allocs[(ws->nalloc - (uint32_t)d) % WSP_COL_RING].addr;
+		}
+		ws->prev_region = start;
+		f[i] = start - end;
+		end = start + f[i + 1];
+	}
+	r->type = WSP_REC_ACCESS;
+	return rebuild(it, r, f, nf, NULL, 0) ? 1 : -1;
+}
+
 /* The end of the columns: every one read exactly to its end. */
 static int iter_end(const struct wsp_col_iter *it)
 {
@@ -698,6 +805,8 @@ int wsp_columns_next(struct wsp_col_iter *it, struct wsp_col_record *r)
 	}
 	if (what == WHAT_ANNOTATE)
 		return next_ann(it, r);
+	if (what == WHAT_ACCESS)
+		return next_access(it, r);
 	if (what >= WHAT_COUNT)
 		return -1;
 	r->compact = true;

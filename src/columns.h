@@ -51,6 +51,7 @@ enum wsp_column {
 	WSP_COL_ANN_ADDR,  /* an ANNOTATE's address: reference or delta */
 	WSP_COL_ANN,       /* an ANNOTATE's ann, size, pool and text */
 	WSP_COL_TAG,       /* the CUDA fields of an ALLOC or FREE */
+	WSP_COL_ACCESS,    /* an ACCESS's source, window and regions */
 	WSP_COL_COUNT
 };
 
@@ -93,6 +94,8 @@ struct wsp_columns {
 	uint64_t prev_miss;  /* the last free's address that was no reference */
 	uint64_t prev_ann;   /* the last annotation's address */
 	uint64_t prev_handle; /* the last CUDA handle of an allocation */
+	uint64_t prev_region; /* the last ACCESS region's start */
+	uint64_t prev_stream; /* the last CUDA stream named */
 	uint32_t nalloc, nfree, nann;
 	struct wsp_col_block allocs[WSP_COL_RING], frees[WSP_COL_RING];
 	uint64_t anns[WSP_COL_RING]; /* the annotations' addresses, in order */

@@ -597,7 +597,7 @@ void wsp_record_access(unsigned source, uint64_t window_ns, const struct wsp_ran
 	if (!p)
 		return;
 	struct wsp_record_mark m;
-	p = wsp_record_open(p, WSP_REC_ACCESS, need, &m);
+	p = wsp_record_open(p, WSP_REC_ACCESS, 5 * 10 + n * 20, &m); /* one length byte for 3 regions: columns */
 	p = wsp_event_stamp(t, p);
 	p = wsp_put_varint(p, source);
 	p = wsp_put_varint(p, window_ns);

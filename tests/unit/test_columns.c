@@ -169,7 +169,7 @@ Test(columns, annotations_and_cuda_fields_are_columns)
 	d = daddr(&r, 0x7e0000000200u);
 	rec(&r, WSP_REC_ALLOC, (uint64_t[]){ 1, 0, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_ALLOC, d, 512, 2, 1, 3, 0x5100 }, 10);
 	d = daddr(&r, 0x7e0000000000u);
-	rec(&r, WSP_REC_FREE, (uint64_t[]){ 1, 0, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_FREE, d, 1, 0 }, 7);
+	rec(&r, WSP_REC_FREE, (uint64_t[]){ 1, 0, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_FREE, d, 1, 3 }, 7);
 	char longer[200];
 	memset(longer, 'x', sizeof longer - 1);
 	longer[sizeof longer - 1] = 0;
@@ -199,13 +199,51 @@ Test(columns, annotations_and_cuda_fields_are_columns)
 	p = wsp_put_varint(p, 0);
 	p = wsp_put_varint(p, wsp_zigzag(0x5000));
 	p = wsp_put_varint(p, 1);
-	p = wsp_put_varint(p, 3);
+	p = wsp_put_varint(p, wsp_zigzag(3) + 2); /* stream 3: a change from the last (none) */
 	p = wsp_put_varint(p, wsp_zigzag(0x100));
 	p = wsp_put_varint(p, 1);
-	p = wsp_put_varint(p, 0);
+	p = wsp_put_varint(p, 1); /* the free's stream: the last one named */
 	expect_column(&e, WSP_COL_TAG, want, (size_t)(p - want));
 	/* The CUDA free names the allocation two ago. */
 	expect_column(&e, WSP_COL_FREE, (const uint8_t[]){ 2 * 2 + 1 }, 1);
+	encoded_free(&e);
+	free(r.p);
+}
+
+/* A kernel launch's accesses name the blocks its parameters point to:
+ * references to the allocations, where a 2.x trace wrote whole addresses. */
+Test(columns, access_regions_name_allocations)
+{
+	struct rows r = rows_new();
+	segment(&r, 9);
+	alloc(&r, 0x7e0000000000u, 4096, 1);
+	alloc(&r, 0x7e0000100000u, 512, 1);
+	/* source 2 (kernel launches), a moment: the two blocks */
+	rec(&r, WSP_REC_ACCESS, (uint64_t[]){ 1, 0, 2, 0, 2, 0x7e0000000000u, 4096, 0x100000 - 4096, 512 }, 9);
+	/* a written-pages window of a block not allocated here: a delta */
+	rec(&r, WSP_REC_ACCESS, (uint64_t[]){ 1, 0, 0, 100000000, 1, 0x7e0000102000u, 8192 }, 7);
+	rec(&r, WSP_REC_ACCESS, (uint64_t[]){ 1, 0, 0, 100000000, 0 }, 5); /* a window with nothing */
+	struct encoded e;
+	expect_round_trip(&r, &e);
+	expect_column(&e, WSP_COL_TYPE, (const uint8_t[]){ 0, 1, 1, 6, 6, 6 }, 6);
+	uint8_t want[64], *p = want;
+	p = wsp_put_varint(p, 2);
+	p = wsp_put_varint(p, 0);
+	p = wsp_put_varint(p, 2);
+	p = wsp_put_varint(p, 2 * 2 + 1); /* the allocation two ago */
+	p = wsp_put_varint(p, 4096);
+	p = wsp_put_varint(p, 1 * 2 + 1); /* the one just before */
+	p = wsp_put_varint(p, 512);
+	p = wsp_put_varint(p, 0);
+	p = wsp_put_varint(p, 100000000);
+	p = wsp_put_varint(p, 1);
+	p = wsp_put_varint(p, wsp_zigzag(0x2000) * 2); /* from the last region's start */
+	p = wsp_put_varint(p, 8192);
+	p = wsp_put_varint(p, 0);
+	p = wsp_put_varint(p, 100000000);
+	p = wsp_put_varint(p, 0);
+	expect_column(&e, WSP_COL_ACCESS, want, (size_t)(p - want));
+	expect_column(&e, WSP_COL_VERBATIM, e.col[WSP_COL_VERBATIM], 2 + 3); /* the SEGMENT alone */
 	encoded_free(&e);
 	free(r.p);
 }
@@ -299,9 +337,18 @@ Test(columns, every_record_comes_back_exactly)
 				case 6:
 					rec(&r, WSP_REC_STACK, (uint64_t[]){ 1 + x % 17, 0, x }, 3);
 					break;
-				case 7:
-					rec(&r, WSP_REC_ACCESS, (uint64_t[]){ 1, 0, 0, 100000000, 2, 4096, 4096, 8192, 4096 }, 9);
+				case 7: { /* regions at live blocks, after them, before them (gaps wrap) */
+					uint64_t f[5 + 8] = { 1, 0, x % 3, x % 2 ? 100000000 : 0, 1 + x % 4 }, end = 0;
+					for (uint64_t k = 0; k < f[4]; k++) {
+						uint64_t start = (x >> k) % 3 == 0 ? live[(x >> (4 * k)) % 512]
+								 : (x >> k) % 3 == 1 ? end + 4096 * k : end - 65536;
+						f[5 + 2 * k] = start - end;
+						f[6 + 2 * k] = 1 + (x >> (8 * k)) % 100000;
+						end = start + f[6 + 2 * k];
+					}
+					rec(&r, WSP_REC_ACCESS, f, 5 + 2 * (int)f[4]);
 					break;
+				}
 				case 8: { /* an ALLOC with a padded length: not canonical, verbatim */
 					uint8_t *p = r.p + r.len;
 					uint64_t d = daddr(&r, a + 0x100000);
@@ -327,6 +374,7 @@ Test(columns, every_record_comes_back_exactly)
 	cr_expect_gt(e.len[WSP_COL_VERBATIM], 0);
 	cr_expect_gt(e.len[WSP_COL_ANN_ADDR], 0);
 	cr_expect_gt(e.len[WSP_COL_TAG], 0);
+	cr_expect_gt(e.len[WSP_COL_ACCESS], 0);
 	encoded_free(&e);
 	free(r.p);
 }
