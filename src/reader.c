@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@ struct extra {
 	struct module *mod;     /* a MODULE_LOAD's, until it moves to the table */
 	wsprof_region *regions; /* an ACCESS sample's */
 	wsprof_heap_totals heap; /* a HEAP_TOTALS record's */
+	struct extra *next_free; /* on a list of extras to use again */
 };
 
 /* An event on its way out: 64 bytes, which the merge moves. */
@@ -212,6 +214,13 @@ struct wsprof_trace {
 	struct batch *reading;    /* batches[head], being handed out */
 	size_t pos, mark;         /* its next event and next mark */
 	struct extra *current;    /* of the event last handed out */
+	/* Extras handed out and done with, to use again (a pool allocation,
+	 * a CUDA one or an annotation's text takes one per event, and malloc
+	 * and free on two threads cost more than decoding it): the caller's
+	 * thread pushes them, the decoder takes the whole list at once into
+	 * its own spare list. */
+	struct extra *_Atomic recycled;
+	struct extra *spare;
 	struct progress seen;     /* as of the event last handed out */
 
 	struct stack_node *stacks;
@@ -611,19 +620,54 @@ static struct pending *pending_push(wsprof_trace *t, struct segment *s, uint64_t
 	return p;
 }
 
-static struct extra *extra_of(struct pending *p)
+static struct extra *extra_of(wsprof_trace *t, struct pending *p)
 {
-	if (!p->x)
-		p->x = calloc(1, sizeof *p->x);
-	return p->x;
+	if (p->x)
+		return p->x;
+	if (!t->spare)
+		t->spare = atomic_exchange_explicit(&t->recycled, NULL, memory_order_acquire);
+	struct extra *x = t->spare;
+	if (x) {
+		t->spare = x->next_free;
+		*x = (struct extra){ 0 };
+	} else {
+		x = calloc(1, sizeof *x);
+	}
+	return p->x = x;
+}
+
+/* An extra handed out is done with: what it owns is freed, it waits to be
+ * used again. */
+static void extra_recycle(wsprof_trace *t, struct extra *x)
+{
+	if (!x)
+		return;
+	free(x->path);
+	free(x->regions);
+	if (x->mod) {
+		module_free(x->mod);
+		free(x->mod);
+	}
+	*x = (struct extra){ .next_free = atomic_load_explicit(&t->recycled, memory_order_relaxed) };
+	while (!atomic_compare_exchange_weak_explicit(&t->recycled, &x->next_free, x, memory_order_release,
+						      memory_order_relaxed))
+		;
+}
+
+static void extras_free(struct extra *x)
+{
+	for (struct extra *next; x; x = next) {
+		next = x->next_free;
+		free(x);
+	}
 }
 
 /* A stream and a handle, kept only when there are any. */
-static int put_stream_handle(struct pending *p, uint64_t stream, uint64_t handle)
+static int put_stream_handle(wsprof_trace *t, struct pending *p, uint64_t stream, uint64_t handle)
 {
 	if (!stream && !handle)
 		return 0;
-	struct extra *x = extra_of(p);
+	struct extra *x = extra_of(t, p);
 	if (!x)
 		return -ENOMEM;
 	x->stream = stream;
@@ -652,17 +696,17 @@ static int get_device(struct wsp_cursor *r)
 /* CUDA events append the device (+1, 0: none), the stream and, for
  * allocations, the VMM handle a mapping maps (format 1.1). Other events
  * end before them: no call for those. */
-static int get_cuda_fields(struct pending *p, struct wsp_cursor *r, bool handle)
+static int get_cuda_fields(wsprof_trace *t, struct pending *p, struct wsp_cursor *r, bool handle)
 {
 	p->device = get_device(r);
 	uint64_t stream = wsp_get_field(r);
-	return put_stream_handle(p, stream, handle ? wsp_get_field(r) : 0);
+	return put_stream_handle(t, p, stream, handle ? wsp_get_field(r) : 0);
 }
 
-static int decode_module_load(struct pending *p, struct wsp_cursor *r)
+static int decode_module_load(wsprof_trace *t, struct pending *p, struct wsp_cursor *r)
 {
 	p->type = WSPROF_EV_MODULE_LOAD;
-	struct extra *x = extra_of(p);
+	struct extra *x = extra_of(t, p);
 	struct module *m = x ? x->mod = calloc(1, sizeof *m) : NULL;
 	if (!m)
 		return -ENOMEM;
@@ -687,7 +731,7 @@ static int decode_module_load(struct pending *p, struct wsp_cursor *r)
 	return r->bad ? WSPROF_E_CORRUPT : 0;
 }
 
-static int decode_access(struct pending *p, struct wsp_cursor *r)
+static int decode_access(wsprof_trace *t, struct pending *p, struct wsp_cursor *r)
 {
 	p->type = WSPROF_EV_ACCESS;
 	p->op = (unsigned)wsp_get_field(r);
@@ -697,7 +741,7 @@ static int decode_access(struct pending *p, struct wsp_cursor *r)
 		r->bad = true;
 		return 0;
 	}
-	struct extra *x = extra_of(p);
+	struct extra *x = extra_of(t, p);
 	if (!x || !(x->regions = malloc((n ? n : 1) * sizeof *x->regions)))
 		return -ENOMEM;
 	uint64_t end = 0;
@@ -711,9 +755,9 @@ static int decode_access(struct pending *p, struct wsp_cursor *r)
 }
 
 /* A string the event owns: an annotation's text (if any), an exec's path. */
-static int put_path(struct pending *p, const uint8_t *s, size_t n)
+static int put_path(wsprof_trace *t, struct pending *p, const uint8_t *s, size_t n)
 {
-	struct extra *x = extra_of(p);
+	struct extra *x = extra_of(t, p);
 	return x && (x->path = dup_bytes(s, n)) ? 0 : -ENOMEM;
 }
 
@@ -737,7 +781,7 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 			p->addr = get_addr(s, r);
 		p->size = wsp_get_field(r);
 		p->stack = wsp_get_field(r);
-		err = r->p < r->end ? get_cuda_fields(p, r, true) : 0;
+		err = r->p < r->end ? get_cuda_fields(t, p, r, true) : 0;
 		break;
 	case WSP_REC_FREE:
 	case WSP_REC_MOVE:
@@ -750,27 +794,27 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		if (type != WSP_REC_FREE)
 			p->size = wsp_get_field(r);
 		else
-			err = r->p < r->end ? get_cuda_fields(p, r, false) : 0;
+			err = r->p < r->end ? get_cuda_fields(t, p, r, false) : 0;
 		break;
 	case WSP_REC_STREAM_REACHED:
 		p->type = WSPROF_EV_STREAM_REACHED;
 		kind = (unsigned)wsp_get_field(r);
 		p->op = (unsigned)wsp_get_field(r);
 		p->addr = get_addr(s, r);
-		err = put_stream_handle(p, wsp_get_field(r), 0);
+		err = put_stream_handle(t, p, wsp_get_field(r), 0);
 		break;
 	case WSP_REC_ANNOTATE:
 		p->type = WSPROF_EV_ANNOTATE;
 		p->op = (unsigned)wsp_get_field(r);
 		p->addr = get_addr(s, r);
 		p->size = wsp_get_field(r);
-		err = put_stream_handle(p, 0, wsp_get_field(r));
+		err = put_stream_handle(t, p, 0, wsp_get_field(r));
 		text = wsp_get_bytes(r, &n);
 		if (!err && !r->bad && n)
-			err = put_path(p, text, n);
+			err = put_path(t, p, text, n);
 		break;
 	case WSP_REC_ACCESS:
-		err = decode_access(p, r);
+		err = decode_access(t, p, r);
 		break;
 	case WSP_REC_RSS:
 		p->type = WSPROF_EV_RSS;
@@ -778,7 +822,7 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		break;
 	case WSP_REC_HEAP_TOTALS: {
 		p->type = WSPROF_EV_HEAP_TOTALS;
-		struct extra *x = extra_of(p);
+		struct extra *x = extra_of(t, p);
 		if (!x) {
 			err = -ENOMEM;
 			break;
@@ -799,7 +843,7 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 	case WSP_REC_DEVICE_MEMORY: {
 		p->type = WSPROF_EV_DEVICE_MEMORY;
 		p->device = get_device(r);
-		struct extra *x = extra_of(p);
+		struct extra *x = extra_of(t, p);
 		if (!x) {
 			err = -ENOMEM;
 			break;
@@ -809,7 +853,7 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		break;
 	}
 	case WSP_REC_MODULE_LOAD:
-		err = decode_module_load(p, r);
+		err = decode_module_load(t, p, r);
 		break;
 	case WSP_REC_MODULE_UNLOAD:
 		p->type = WSPROF_EV_MODULE_UNLOAD;
@@ -817,7 +861,7 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		break;
 	case WSP_REC_FORK: {
 		p->type = WSPROF_EV_FORK;
-		struct extra *x = extra_of(p);
+		struct extra *x = extra_of(t, p);
 		if (x)
 			x->child_pid = (uint32_t)wsp_get_field(r);
 		else
@@ -828,7 +872,7 @@ static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struc
 		p->type = WSPROF_EV_EXEC;
 		text = wsp_get_bytes(r, &n);
 		if (!r->bad)
-			err = put_path(p, text, n);
+			err = put_path(t, p, text, n);
 		break;
 	}
 	if (r->bad || kind >= WSPROF_KIND_COUNT)
@@ -1610,7 +1654,7 @@ static void event_out(const struct pending *p, wsprof_event *ev)
 
 int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
 {
-	extra_free(t->current);
+	extra_recycle(t, t->current);
 	t->current = NULL;
 	const struct batch *b;
 	for (;;) {
@@ -1761,6 +1805,8 @@ void wsprof_trace_close(wsprof_trace *t)
 		return;
 	threads_end(t);
 	extra_free(t->current);
+	extras_free(t->spare);
+	extras_free(atomic_load(&t->recycled));
 	for (size_t i = 0; i < t->queued; i++) { /* events never handed out */
 		struct batch *b = &t->batches[(t->head + i) % NBATCH];
 		for (size_t j = b == t->reading ? t->pos : 0; j < b->n; j++)
