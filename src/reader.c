@@ -332,16 +332,22 @@ static void module_free(struct module *m)
 	free(m->segs);
 }
 
-static void extra_free(struct extra *x)
+/* What an extra owns. */
+static void extra_clear(struct extra *x)
 {
-	if (!x)
-		return;
 	free(x->path);
 	free(x->regions);
 	if (x->mod) {
 		module_free(x->mod);
 		free(x->mod);
 	}
+}
+
+static void extra_free(struct extra *x)
+{
+	if (!x)
+		return;
+	extra_clear(x);
 	free(x);
 }
 
@@ -642,12 +648,7 @@ static void extra_recycle(wsprof_trace *t, struct extra *x)
 {
 	if (!x)
 		return;
-	free(x->path);
-	free(x->regions);
-	if (x->mod) {
-		module_free(x->mod);
-		free(x->mod);
-	}
+	extra_clear(x);
 	*x = (struct extra){ .next_free = atomic_load_explicit(&t->recycled, memory_order_relaxed) };
 	while (!atomic_compare_exchange_weak_explicit(&t->recycled, &x->next_free, x, memory_order_release,
 						      memory_order_relaxed))
