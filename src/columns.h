@@ -1,15 +1,16 @@
 /*
- * columns.h - the column layout of chunks (format 2.0): a reversible
+ * columns.h - the column layout of chunks (format 2.0, grown in 3.0): a reversible
  * transform of a chunk's records that lets zstd see each field of the
  * allocation events on its own, and replaces most addresses by short
  * references. doc/trace-format.md, "Column layout", is the specification.
  *
  * Row records mix fields of very different statistics (sequence deltas,
  * sizes, addresses) byte by byte, which zstd's entropy stage cannot take
- * apart. The writer turns the records of a chunk into nine columns; the
- * reader turns them back into the very same bytes and decodes those as
- * before. ALLOC and FREE records of the usual shape become columns; every
- * other record is carried verbatim.
+ * apart. The writer turns the records of a chunk into thirteen columns
+ * (nine in a 2.x trace); the reader turns them back into the very same
+ * bytes and decodes those as before. ALLOC, FREE (with or without their CUDA fields), ANNOTATE and
+ * ACCESS records of the usual shape become columns; every other record is
+ * carried verbatim.
  *
  * Addresses, the largest part of what is left, are predicted within a
  * segment (one thread's buffer), as the allocator itself reuses memory:
@@ -17,11 +18,13 @@
  * made; an allocation names a block freed earlier in the segment, by its
  * place among the blocks freed of its size class (newest first), or by how
  * many frees ago it was freed; only what neither predicts is an address
- * delta. The encoder finds the references with a small hash table; the
- * decoder needs none, only the rings both sides keep.
+ * delta. An annotation names the last annotation of its address or the
+ * allocation just made, an access region the allocation it starts at.
+ * The encoder finds the references with small hash tables; the decoder
+ * needs none, only the rings both sides keep.
  *
  * Neither side allocates: both work in a caller-provided struct
- * wsp_columns (about 1.5 MiB; the recorder's comes from its own pages).
+ * wsp_columns (about 1.9 MiB; the recorder's comes from its own pages).
  * The decoder checks every read and write against its bounds and reports
  * malformed input.
  */
