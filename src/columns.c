@@ -241,22 +241,37 @@ static void put_bytes(struct col_writer *w, int i, const uint8_t *p, size_t n)
 	w->len[i] += n;
 }
 
-/* The canonical row encoding of a record of nf varint fields and then
- * n bytes of text (with its length) if text: what the decoder writes.
- * @return its length, or 0 if the payload would not fit one length byte. */
-static size_t put_row(uint8_t *out, uint64_t type, const uint64_t *f, int nf, const uint8_t *text, size_t n)
+/* v as a varint at p, if it fits before end. @return past it, or NULL. */
+static uint8_t *put_varint_within(uint8_t *p, const uint8_t *end, uint64_t v)
 {
+	if (end - p >= 10)
+		return wsp_put_varint(p, v);
+	uint8_t tmp[10];
+	size_t k = (size_t)(wsp_put_varint(tmp, v) - tmp);
+	if (k > (size_t)(end - p))
+		return NULL;
+	memcpy(p, tmp, k);
+	return p + k;
+}
+
+/* The canonical row encoding of a record of nf varint fields and then
+ * n bytes of text (with its length) if text: what the decoder writes, in
+ * out's cap bytes. @return its length, or 0 if it does not fit them or a
+ * one-byte length (fields the decoder read may be anything). */
+static size_t put_row(uint8_t *out, size_t cap, uint64_t type, const uint64_t *f, int nf, const uint8_t *text,
+		      size_t n)
+{
+	const uint8_t *end = out + (cap < WSP_COL_ROW_MAX ? cap : WSP_COL_ROW_MAX);
 	uint8_t *p = out + 2;
-	for (int i = 0; i < nf; i++)
-		p = wsp_put_varint(p, f[i]);
-	if (text) {
-		if (n > WSP_COL_ROW_MAX - 2 - (size_t)(p - out - 2) - 1)
-			return 0;
-		p = wsp_put_varint(p, n);
+	for (int i = 0; i < nf && p; i++)
+		p = put_varint_within(p, end, f[i]);
+	if (p && text && (p = put_varint_within(p, end, n)) && n <= (size_t)(end - p)) {
 		memcpy(p, text, n);
 		p += n;
+	} else if (text) {
+		p = NULL;
 	}
-	if (p - out - 2 > WSP_COL_ROW_MAX - 2)
+	if (!p)
 		return 0;
 	out[0] = (uint8_t)type;
 	out[1] = (uint8_t)(p - out - 2);
@@ -699,7 +714,7 @@ static bool decode_ann_addr(struct wsp_columns *ws, uint64_t code, uint64_t *add
 static bool rebuild(struct wsp_col_iter *it, struct wsp_col_record *r, const uint64_t *f, int nf, const uint8_t *text,
 		    size_t n)
 {
-	size_t len = put_row(it->row, r->type, f, nf, text, n);
+	size_t len = put_row(it->row, sizeof it->row, r->type, f, nf, text, n);
 	if (!len)
 		return false;
 	r->compact = false;
@@ -859,7 +874,7 @@ int wsp_columns_decode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint
 		if (r.compact) {
 			uint64_t daddr = wsp_zigzag((int64_t)(r.addr - from)); /* the row format's delta */
 			uint64_t f[ALLOC_FIELDS] = { r.dseq, r.dtime, r.kind, r.op, daddr, r.size, r.stack };
-			rn = put_row(at, r.type, f, r.type == WSP_REC_ALLOC ? ALLOC_FIELDS : FREE_FIELDS, NULL, 0);
+			rn = put_row(at, sizeof row, r.type, f, r.type == WSP_REC_ALLOC ? ALLOC_FIELDS : FREE_FIELDS, NULL, 0);
 		} else {
 			if (r.record_len > (size_t)(end - p))
 				return -1;
@@ -867,7 +882,7 @@ int wsp_columns_decode(struct wsp_columns *ws, const uint8_t *in, size_t n, uint
 			p += r.record_len;
 			continue;
 		}
-		if (rn > (size_t)(end - p))
+		if (!rn || rn > (size_t)(end - p))
 			return -1;
 		if (at == row)
 			memcpy(p, row, rn);

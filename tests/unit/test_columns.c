@@ -248,6 +248,35 @@ Test(columns, access_regions_name_allocations)
 	free(r.p);
 }
 
+/* An ACCESS whose regions would rebuild into more than a record's one-byte
+ * length holds (61 regions of 10-byte varints) is refused, and nothing is
+ * written past the row it is rebuilt in. */
+Test(columns, an_access_too_long_to_rebuild_is_refused)
+{
+	uint8_t access[5 * 10 + 61 * 2 * 10], *a = access;
+	a = wsp_put_varint(a, 0);
+	a = wsp_put_varint(a, 0);
+	a = wsp_put_varint(a, 61);
+	for (int i = 0; i < 61 * 2; i++)
+		a = wsp_put_varint(a, UINT64_MAX - 1); /* even: a delta; 10 bytes each */
+	size_t lens[WSP_COL_COUNT] = { 0 };
+	lens[WSP_COL_TYPE] = lens[WSP_COL_SEQ] = lens[WSP_COL_TIME] = 1;
+	lens[WSP_COL_ACCESS] = (size_t)(a - access);
+	uint8_t chunk[WSP_COL_HEADER_MAX + sizeof access + 3], *h = wsp_put_varint(chunk, 4096);
+	h = wsp_put_varint(h, WSP_COL_COUNT);
+	for (int i = 0; i < WSP_COL_COUNT; i++)
+		h = wsp_put_varint(h, lens[i]);
+	*h++ = 6; /* the type: an ACCESS */
+	*h++ = 1; /* dseq */
+	*h++ = 0; /* dtime */
+	memcpy(h, access, lens[WSP_COL_ACCESS]);
+	h += lens[WSP_COL_ACCESS];
+	uint8_t out[4096];
+	struct wsp_columns *d = malloc(sizeof *d);
+	cr_expect_eq(wsp_columns_decode(d, chunk, (size_t)(h - chunk), out, sizeof out), -1);
+	free(d);
+}
+
 /* A chunk of a 2.x trace has nine columns: it reads as before. */
 Test(columns, a_nine_column_chunk_still_reads)
 {
