@@ -89,9 +89,16 @@ static void follow_row_addr(struct wsp_columns *ws, uint64_t type, const uint8_t
 
 /* ---- the rings and classes both sides keep ----------------------------- */
 
+/* Whether the free ord is still in the ring (taken again or not): no look
+ * at the ring itself, which is a cache miss. */
+static bool free_in_ring(const struct wsp_columns *ws, uint32_t ord)
+{
+	return ord < ws->nfree && ws->nfree - ord <= WSP_COL_RING;
+}
+
 static bool free_live(const struct wsp_columns *ws, uint32_t ord)
 {
-	return ord < ws->nfree && ws->nfree - ord <= WSP_COL_RING && !ws->frees[ord % WSP_COL_RING].used;
+	return free_in_ring(ws, ord) && !ws->frees[ord % WSP_COL_RING].used;
 }
 
 static void push_alloc(struct wsp_columns *ws, uint64_t addr, uint32_t cls)
@@ -146,7 +153,7 @@ static uint32_t *class_slot(struct wsp_columns *ws, uint32_t cls, uint32_t k)
 static uint32_t class_place(struct wsp_columns *ws, uint32_t cls, uint32_t ord)
 {
 	uint32_t pos = ws->frees[ord % WSP_COL_RING].pos;
-	uint32_t k = (ws->classes[cls].head + WSP_COL_DEPTH - 1 - pos) % WSP_COL_DEPTH;
+	uint32_t k = class_index(ws, cls, pos); /* the map from places to indexes is its own inverse */
 	return k < ws->classes[cls].count && ws->class_ord[cls][pos] == ord ? k : UINT32_MAX;
 }
 
@@ -163,7 +170,7 @@ static void take_free(struct wsp_columns *ws, uint32_t ord)
 	for (; k > 0; k--) {
 		uint32_t moved = *class_slot(ws, cls, k - 1), at = class_index(ws, cls, k);
 		ws->class_ord[cls][at] = moved;
-		if (moved < ws->nfree && ws->nfree - moved <= WSP_COL_RING)
+		if (free_in_ring(ws, moved))
 			ws->frees[moved % WSP_COL_RING].pos = (uint8_t)at;
 	}
 	struct wsp_col_class *c = &ws->classes[cls];
@@ -181,11 +188,12 @@ static uint32_t class_at(struct wsp_columns *ws, uint32_t cls, uint64_t place)
 
 /* ---- encoder ------------------------------------------------------------ */
 
-/* Whether the free ord is still in the ring (taken again or not): no look
- * at the ring itself, which is a cache miss. */
-static bool free_in_ring(const struct wsp_columns *ws, uint32_t ord)
+/* The bucket of hints addr belongs to, and *turn the slot it takes by turns. */
+static size_t hint_bucket(const struct wsp_columns *ws, uint64_t addr, unsigned *turn)
 {
-	return ord < ws->nfree && ws->nfree - ord <= WSP_COL_RING;
+	uint64_t h = (addr >> 4) * UINT64_C(0x9E3779B97F4A7C15);
+	*turn = (unsigned)(h >> 19) & 3;
+	return (size_t)(h >> (64 - ws->hint_bits));
 }
 
 /* The hint for addr: its slot, or a slot taken for it (one whose ords have
@@ -193,8 +201,8 @@ static bool free_in_ring(const struct wsp_columns *ws, uint32_t ord)
  * their whole address, and which one to take is told from the ords alone. */
 static struct wsp_col_slot *hint(struct wsp_columns *ws, uint64_t addr)
 {
-	uint64_t h = (addr >> 4) * UINT64_C(0x9E3779B97F4A7C15);
-	struct wsp_col_slot *b = ws->hints[h >> (64 - ws->hint_bits)], *victim = &b[(h >> 19) & 3];
+	unsigned turn;
+	struct wsp_col_slot *b = ws->hints[hint_bucket(ws, addr, &turn)], *victim = &b[turn];
 	for (int i = 0; i < 4; i++) {
 		if (b[i].addr == addr)
 			return &b[i];
@@ -208,8 +216,8 @@ static struct wsp_col_slot *hint(struct wsp_columns *ws, uint64_t addr)
 /* addr's hint if it has one: a look that takes no slot. */
 static const struct wsp_col_slot *hint_find(const struct wsp_columns *ws, uint64_t addr)
 {
-	uint64_t h = (addr >> 4) * UINT64_C(0x9E3779B97F4A7C15);
-	const struct wsp_col_slot *b = ws->hints[h >> (64 - ws->hint_bits)];
+	unsigned turn;
+	const struct wsp_col_slot *b = ws->hints[hint_bucket(ws, addr, &turn)];
 	for (int i = 0; i < 4; i++)
 		if (b[i].addr == addr)
 			return &b[i];
