@@ -643,13 +643,13 @@ static struct extra *extra_of(wsprof_trace *t, struct pending *p)
 }
 
 /* An extra handed out is done with: what it owns is freed, it waits to be
- * used again. */
+ * used again (extra_of clears it then). */
 static void extra_recycle(wsprof_trace *t, struct extra *x)
 {
 	if (!x)
 		return;
 	extra_clear(x);
-	*x = (struct extra){ .next_free = atomic_load_explicit(&t->recycled, memory_order_relaxed) };
+	x->next_free = atomic_load_explicit(&t->recycled, memory_order_relaxed);
 	while (!atomic_compare_exchange_weak_explicit(&t->recycled, &x->next_free, x, memory_order_release,
 						      memory_order_relaxed))
 		;
