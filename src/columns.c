@@ -15,6 +15,7 @@
 #include "format.h"
 
 #include <string.h>
+#include <zstd_errors.h>
 
 #define ALLOC_FIELDS 7 /* dseq, dtime, kind, op, daddr, size, stack */
 #define FREE_FIELDS 5  /* dseq, dtime, kind, op, daddr */
@@ -648,6 +649,39 @@ static size_t columns_open(const uint8_t *in, size_t n, struct wsp_cursor col[WS
 		p += len[i];
 	}
 	return p == h.end ? (size_t)rows : SIZE_MAX;
+}
+
+/* A column shorter than this shares its block with the next one: a block's
+ * header and tables cost more than what tables of its own would save. */
+#define COLUMN_BLOCK_MIN 2048
+
+size_t wsp_columns_compress(ZSTD_CCtx *cctx, void *dst, size_t cap, const uint8_t *in, size_t n)
+{
+	struct wsp_cursor col[WSP_COL_COUNT];
+	ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only);
+	if (columns_open(in, n, col) == SIZE_MAX)
+		return ZSTD_compress2(cctx, dst, cap, in, n);
+	size_t r = ZSTD_CCtx_setPledgedSrcSize(cctx, n);
+	if (ZSTD_isError(r))
+		return r;
+	ZSTD_outBuffer out = { dst, cap, 0 };
+	ZSTD_inBuffer src = { in, 0, 0 };
+	for (int i = 0; i < WSP_COL_COUNT; i++) {
+		size_t end = (size_t)(col[i].end - in);
+		if (end - src.size < COLUMN_BLOCK_MIN)
+			continue; /* with the next column, or the frame's end */
+		src.size = end;
+		r = ZSTD_compressStream2(cctx, &out, &src, ZSTD_e_flush);
+		if (ZSTD_isError(r))
+			return r;
+		if (r) /* dst is too small: what compress2 would say */
+			return (size_t)-ZSTD_error_dstSize_tooSmall;
+	}
+	src.size = n;
+	r = ZSTD_compressStream2(cctx, &out, &src, ZSTD_e_end);
+	if (ZSTD_isError(r))
+		return r;
+	return r ? (size_t)-ZSTD_error_dstSize_tooSmall : out.pos;
 }
 
 size_t wsp_columns_begin(struct wsp_col_iter *it, struct wsp_columns *ws, const uint8_t *in, size_t n)

@@ -37,6 +37,8 @@
 
 #include "format.h" /* struct wsp_cursor */
 
+#include <zstd.h>
+
 /* Chunk header flag: the chunk's raw bytes are in the column layout. */
 #define WSP_CHUNK_COLUMNS 1u
 
@@ -134,6 +136,16 @@ struct wsp_columns {
  * column would pass cap bytes (the chunk is then written in rows). */
 const uint8_t *wsp_columns_pack(struct wsp_columns *ws, const uint8_t *in, size_t n, uint8_t *area, size_t cap,
 				size_t *len);
+
+/* Compress the column-layout chunk in[0..n) (as wsp_columns_pack made it)
+ * into one zstd frame at dst (cap bytes) with cctx, whose parameters
+ * (level, checksum) it keeps; the frame states its content size. Each
+ * column of some size ends a zstd block, so that each gets entropy tables
+ * of its own instead of sharing a block's with its neighbours (a block is
+ * 128 KiB, several small columns or the ends of two large ones). The frame
+ * decompresses as any other. @return its size, or a zstd error code
+ * (ZSTD_isError). */
+size_t wsp_columns_compress(ZSTD_CCtx *cctx, void *dst, size_t cap, const uint8_t *in, size_t n);
 
 /* One record of a column-layout chunk: a verbatim record as written (or
  * rebuilt: an ANNOTATE, an ALLOC or FREE with CUDA fields), or an ALLOC or

@@ -155,10 +155,11 @@ static bool compress_setup(void)
 {
 	if (cctx)
 		return true;
-	/* For chunks of STAGE_CAP at most: the same size as ZSTD_estimateCCtxSize
-	 * (which is the largest of every source size's), at a tenth of its
-	 * time, which a short process notices. */
-	size_t ws = ZSTD_estimateCCtxSize_usingCParams(ZSTD_getCParams(ZSTD_LEVEL, STAGE_CAP, 0));
+	/* For chunks of STAGE_CAP at most, compressed as a stream (a column at
+	 * a time, see wsp_columns_compress): sized for the one source-size tier
+	 * a chunk uses, at a tenth of the time ZSTD_estimateCStreamSize takes
+	 * to size every tier, which a short process notices. */
+	size_t ws = ZSTD_estimateCStreamSize_usingCParams(ZSTD_getCParams(ZSTD_LEVEL, STAGE_CAP, 0));
 	void *mem = wsp_pages_alloc(ws);
 	stage = stage_own = wsp_pages_alloc(STAGE_CAP);
 	zout_cap = ZSTD_compressBound(STAGE_CAP);
@@ -170,6 +171,10 @@ static bool compress_setup(void)
 		return false;
 	ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
 	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+	/* A chunk in columns is compressed a column at a time from where it
+	 * lies, into zout: zstd copies neither. */
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_stableInBuffer, 1);
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_stableOutBuffer, 1);
 	return true;
 }
 
@@ -214,7 +219,8 @@ static void write_chunk(void)
 	uint32_t flags = raw ? WSP_CHUNK_COLUMNS : 0;
 	if (!raw)
 		raw = stage, raw_len = stage_len;
-	size_t z = ZSTD_compress2(cctx, zout, zout_cap, raw, raw_len);
+	size_t z = flags & WSP_CHUNK_COLUMNS ? wsp_columns_compress(cctx, zout, zout_cap, raw, raw_len)
+					     : ZSTD_compress2(cctx, zout, zout_cap, raw, raw_len);
 	if (ZSTD_isError(z)) {
 		wsp_warn("compression failed (%s); recording stopped", ZSTD_getErrorName(z));
 		stop_recording("compress", EIO);

@@ -5,6 +5,7 @@
  * malformed column chunks refused without reading or writing out of bounds
  * (the checked build runs this under ASan).
  */
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_frameHeaderSize */
 #include "columns.h"
 #include "format.h"
 
@@ -453,6 +454,66 @@ Test(columns, malformed_chunks_are_refused_safely)
 	cr_expect_eq(wsp_columns_begin(&it, &dec, lie, (size_t)(h - lie)), SIZE_MAX, "a column longer than the chunk");
 	cr_expect_eq(wsp_columns_decode(&dec, e.chunk, e.n, out, r.len - 1), -1, "the rows do not fit");
 	free(out);
+	encoded_free(&e);
+	free(r.p);
+}
+
+/* How many zstd blocks the frame z (n bytes) has. */
+static int zstd_blocks(const uint8_t *z, size_t n)
+{
+	size_t at = ZSTD_frameHeaderSize(z, n);
+	cr_assert(!ZSTD_isError(at));
+	int blocks = 0;
+	for (bool last = false; !last; blocks++) {
+		cr_assert(at + 3 <= n);
+		uint32_t h = (uint32_t)z[at] | (uint32_t)z[at + 1] << 8 | (uint32_t)z[at + 2] << 16;
+		last = h & 1;
+		unsigned type = (h >> 1) & 3;
+		at += 3 + (type == 1 ? 1 : h >> 3); /* an RLE block holds one byte */
+	}
+	return blocks;
+}
+
+Test(columns, each_large_column_is_a_zstd_block_of_its_own)
+{
+	/* Columns of 2 KiB or more end a block; smaller ones join the next. */
+	struct rows r = rows_new();
+	segment(&r, 1);
+	uint64_t x = 12345;
+	for (int i = 0; i < 1500; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t a = 0x7f0000000000ull + (x >> 40) * 16;
+		alloc(&r, a, 16 + (x >> 20) % 4081, 1);
+		release(&r, a);
+	}
+	struct encoded e;
+	encode(&r, &e);
+	int flushes = 0;
+	size_t pending = (size_t)(e.col[0] - e.chunk); /* the header goes with column 0 */
+	for (int i = 0; i < WSP_COL_COUNT; i++) {
+		pending += e.len[i];
+		if (pending >= 2048) {
+			flushes++;
+			pending = 0;
+		}
+	}
+	cr_assert_geq(flushes, 4, "sizes, allocation and free codes, and the columns before them");
+	ZSTD_CCtx *cctx = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+	size_t cap = ZSTD_compressBound(e.n), n;
+	uint8_t *z = malloc(cap), *back = malloc(e.n);
+	n = wsp_columns_compress(cctx, z, cap, e.chunk, e.n);
+	cr_assert(!ZSTD_isError(n), "%s", ZSTD_getErrorName(n));
+	cr_expect_eq(ZSTD_getFrameContentSize(z, n), e.n, "the frame states its content size");
+	cr_assert_eq(ZSTD_decompress(back, e.n, z, n), e.n);
+	cr_expect_eq(memcmp(back, e.chunk, e.n), 0, "the chunk comes back byte for byte");
+	cr_expect_eq(zstd_blocks(z, n), flushes + 1, "a block each time 2 KiB of columns end, one for the rest");
+	size_t whole = ZSTD_compress2(cctx, back, e.n, e.chunk, e.n);
+	cr_expect_eq(zstd_blocks(back, whole), 1, "where compressing the chunk at once makes one block");
+	cr_expect(ZSTD_isError(wsp_columns_compress(cctx, z, 16, e.chunk, e.n)), "too small a destination is an error");
+	ZSTD_freeCCtx(cctx);
+	free(z);
+	free(back);
 	encoded_free(&e);
 	free(r.p);
 }
