@@ -232,7 +232,7 @@ static void chunk(struct gen *g)
 	size_t bound = ZSTD_compressBound(n);
 	g->z.len = 0;
 	reserve(&g->z, WSP_CHUNK_HEADER + bound);
-	size_t zlen = ZSTD_compress2(g->cctx, g->z.p + WSP_CHUNK_HEADER, bound, cols, n);
+	size_t zlen = wsp_columns_compress(g->cctx, g->z.p + WSP_CHUNK_HEADER, bound, cols, n); /* as the recorder */
 	if (ZSTD_isError(zlen))
 		die("zstd", ZSTD_getErrorName(zlen));
 	uint8_t *h = g->z.p;
