@@ -29,6 +29,13 @@
  * so the figures stay right at the cost of speed; frees of unsampled
  * blocks then show as untracked frees.
  *
+ * In front of the set, a filter answers most frees with one load: a
+ * counter per hash bucket of addresses (FILTER_SLOTS of them, 16 KiB,
+ * which stay in cache) of the live sampled blocks in it. A free whose
+ * bucket counts none was not sampled; only the others probe a stripe's
+ * table, whose slot is a cache miss in a large one. A counter that
+ * reaches 255 stays there (the bucket then always probes).
+ *
  * Reentrancy: called from the hooks with the guard held, so a signal
  * handler that frees while a stripe's lock is held passes through
  * untraced, as all its calls do. Fork takes every stripe's lock, so a
@@ -63,6 +70,8 @@ struct stripe {
 } __attribute__((aligned(64)));
 
 static struct stripe stripes[STRIPES];
+#define FILTER_SLOTS (1u << 14)
+static _Atomic uint8_t filter[FILTER_SLOTS];
 static _Atomic bool all_frees; /* the set overflowed: every free is recorded */
 
 /* ---- the countdown ------------------------------------------------------ */
@@ -119,6 +128,22 @@ static uint64_t mix(uint64_t a)
 static struct stripe *stripe_of(uint64_t h)
 {
 	return &stripes[h >> 58];
+}
+
+static _Atomic uint8_t *filter_of(uint64_t h)
+{
+	return &filter[(h >> 20) & (FILTER_SLOTS - 1)];
+}
+
+/* Counted up and down under the stripe's lock (fork takes them all), but
+ * two stripes' addresses may share a bucket: atomically. */
+static void filter_add(uint64_t h, int d)
+{
+	_Atomic uint8_t *c = filter_of(h);
+	uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
+	while (v != UINT8_MAX && (d > 0 || v) &&
+	       !atomic_compare_exchange_weak_explicit(c, &v, (uint8_t)(v + d), memory_order_relaxed, memory_order_relaxed))
+		;
 }
 
 static struct table *table_new(size_t slots)
@@ -180,6 +205,7 @@ static bool remember(uint64_t a)
 	struct table *t = room(s);
 	if (t) {
 		put(t, a, h);
+		filter_add(h, 1);
 		atomic_store_explicit(&s->used, atomic_load_explicit(&s->used, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
 	}
@@ -242,6 +268,7 @@ static bool forget(uint64_t a)
 	atomic_store_explicit(&t->slot[i], 0, memory_order_relaxed);
 	atomic_store_explicit(&s->used, atomic_load_explicit(&s->used, memory_order_relaxed) - 1, memory_order_relaxed);
 	wsp_seq_write_end(&s->seq);
+	filter_add(h, -1);
 	unlock(s);
 	return true;
 }
@@ -277,13 +304,13 @@ bool wsp_sample_forget(const void *p)
 	return (contains(a) && forget(a)) || atomic_load_explicit(&all_frees, memory_order_relaxed);
 }
 
-/* Most stripes hold no live sampled block at all. One holding p has not
- * looked empty since p was remembered: that happened before the program
- * could hand p to free. */
+/* Most buckets of the filter hold no live sampled block at all. One
+ * holding p has not counted none since p was remembered: that happened
+ * before the program could hand p to free. */
 bool wsp_sample_maybe_live(const void *p)
 {
-	uint64_t a = (uint64_t)(uintptr_t)p;
-	return (atomic_load_explicit(&stripe_of(mix(a))->used, memory_order_relaxed) && contains(a)) ||
+	uint64_t a = (uint64_t)(uintptr_t)p, h = mix(a);
+	return (atomic_load_explicit(filter_of(h), memory_order_relaxed) && contains(a)) ||
 	       atomic_load_explicit(&all_frees, memory_order_relaxed);
 }
 
