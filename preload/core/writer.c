@@ -157,8 +157,9 @@ static bool compress_setup(void)
 		return true;
 	/* For chunks of STAGE_CAP at most, compressed as a stream (a column at
 	 * a time, see wsp_columns_compress): sized for the one source-size tier
-	 * a chunk uses, at a tenth of the time ZSTD_estimateCStreamSize takes
-	 * to size every tier, which a short process notices. */
+	 * a chunk uses, not by ZSTD_estimateCStreamSize, which sizes every tier
+	 * (its CCtx twin took ten times as long, which a short process notices:
+	 * BENCHMARKS.md, "Short processes"). */
 	size_t ws = ZSTD_estimateCStreamSize_usingCParams(ZSTD_getCParams(ZSTD_LEVEL, STAGE_CAP, 0));
 	void *mem = wsp_pages_alloc(ws);
 	stage = stage_own = wsp_pages_alloc(STAGE_CAP);
