@@ -427,8 +427,8 @@ def kept_block(path, name, missing):
     """A section of the output file that another hand owns, between
     <!-- name --> and <!-- /name -->, kept as it is: billion.sh writes
     its own (bench/billion.sh -o) and sampled_accuracy.py its (-o); the
-    profiles and release_cost.sh's, symbols.sh's, python_cost.sh's and
-    short_procs.sh's figures are written by hand."""
+    profiles and release_cost.sh's, symbols.sh's, python_cost.sh's,
+    short_procs.sh's and floors.py's figures are written by hand."""
     try:
         with open(path) as f:
             m = re.search(r"<!-- " + re.escape(name) + r" -->.*?<!-- /" + re.escape(name) + r" -->\n", f.read(), re.S)
@@ -453,6 +453,8 @@ def document(rows, notes, args, started):
                         "Not measured yet: `bench/python_cost.sh build 5 5`.\n")
     short_procs = kept_block(args.output, "short_procs.sh", "## Short processes (bench/short_procs.sh)\n\n"
                              "Not measured yet: `bench/short_procs.sh build 200 5`.\n")
+    floors = kept_block(args.output, "floors.py", "## What each part of recording costs (bench/floors.py)\n\n"
+                        "Not measured yet: `bench/floors.py --build build --runs 9`.\n")
     accuracy = kept_block(args.output, "sampled_accuracy.py", "## Sampled recording's accuracy "
                           "(bench/sampled_accuracy.py)\n\nNot measured yet: `bench/sampled_accuracy.py --build build "
                           "-o BENCHMARKS.md`.\n")
@@ -499,6 +501,7 @@ Seconds per million events (wall and CPU) to read the trace of the same run and 
 {python}
 {short_procs}
 {accuracy}
+{floors}
 ## Reproduce
 
 ```sh
@@ -510,6 +513,7 @@ bench/symbols.sh build 20 3                    # naming a PyTorch program's fram
 bench/python_cost.sh build 5 5                 # what Python frames cost against native-only recording
 bench/short_procs.sh build 200 5               # what a short process costs: plain, traced, --follow matching none
 bench/sampled_accuracy.py --build build -o BENCHMARKS.md  # a sampled recording's heap figures against full ones
+bench/floors.py --build build --runs 9         # recording without stacks, without the writer, without both; reading alone
 ```
 
 The workloads are `bench/deep.c`, `bench/churn.c`, `bench/mix.c`, `bench/annotated.c` and `bench/cudaheavy.c`

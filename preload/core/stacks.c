@@ -214,6 +214,8 @@ __attribute__((noinline)) int wsp_stack_capture(struct wsp_thread *t, uintptr_t 
 {
 	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
 	*id = 0;
+	if (WSP_FLOOR_NO_STACKS)
+		return 0; /* bench/floors.py's recorder without stacks (meson.build) */
 	struct wsp_unwind_memo *u = t ? memo_of(t) : NULL;
 	bool own_stack = u && frame >= u->stack_lo && frame < u->stack_hi;
 	for (unsigned w = 0; own_stack && w < MEMO_WAYS; w++) {
