@@ -77,7 +77,19 @@ struct wsp_tally {
 #define WSP_TALLY_STEP (16 * 1024) /* live bytes a thread changes before the shared level hears */
 
 extern WSP_TLS struct wsp_tally *wsp_tally_mine;
-extern bool wsp_tally_glibc; /* malloc is glibc's (found once tallies start): sizes read from the headers */
+extern bool wsp_tally_glibc; /* malloc is glibc's (wsp_heap_sizer_find): sizes read from the headers */
+extern _Atomic bool wsp_heap_sizer_known; /* wsp_heap_sizer_find has run */
+void wsp_heap_sizer_find_slow(void);
+
+/* Find, once, whether malloc is glibc's, before wsp_usable_size is first
+ * used: it then reads a block's size word itself, where
+ * malloc_usable_size also looks at the next chunk (a second cache miss on
+ * every free whose block is sized). */
+static inline void wsp_heap_sizer_find(void)
+{
+	if (__builtin_expect(!atomic_load_explicit(&wsp_heap_sizer_known, memory_order_acquire), 0))
+		wsp_heap_sizer_find_slow();
+}
 
 /* Are heap calls counted? With WSPROF_SAMPLE_BYTES above 1, outside wsprof. */
 static inline bool wsp_tally_on(void)

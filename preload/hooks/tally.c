@@ -61,6 +61,14 @@ static void which_allocator(void)
 	wsp_tally_glibc = !strcmp(a, b) && !strncmp(base, "libc.so", 7);
 }
 
+_Atomic bool wsp_heap_sizer_known;
+
+void wsp_heap_sizer_find_slow(void)
+{
+	pthread_once(&glibc_once, which_allocator);
+	atomic_store_explicit(&wsp_heap_sizer_known, true, memory_order_release);
+}
+
 static void record(void);
 
 static void list_take(void)
@@ -160,7 +168,7 @@ static __attribute__((noinline)) struct wsp_tally *join(void)
 	int e = errno;
 	wsp_tls.guard++;
 	pthread_once(&exit_key_once, make_exit_key);
-	pthread_once(&glibc_once, which_allocator);
+	wsp_heap_sizer_find();
 	list_take();
 	struct wsp_tally *t = tallies;
 	while (t && !t->vacant)
