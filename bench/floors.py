@@ -37,6 +37,7 @@ writer threads still run. The traces of the three variants are not
 usable and are not kept. Machines are noisy: compare figures of one run.
 """
 import argparse
+import json
 import os
 import re
 import resource
@@ -58,9 +59,20 @@ def fail(message):
     sys.exit(1)
 
 
+def source_of(build_dir):
+    """The source tree a meson build directory was set up from, or None."""
+    try:
+        with open(os.path.join(build_dir, "meson-info", "meson-info.json")) as f:
+            return os.path.realpath(json.load(f)["directories"]["source"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def build_variant(name, scratch):
     """libwsprof.so with -Drecorder_floor=name, set up once, rebuilt as the source changes."""
     out = os.path.join(scratch, name)
+    if source_of(out) not in (None, os.path.realpath(compare.SOURCE_ROOT)):
+        shutil.rmtree(out)  # set up from another source tree: its sources are not these
     if not os.path.exists(os.path.join(out, "build.ninja")):
         r = subprocess.run(["meson", "setup", out, compare.SOURCE_ROOT, f"-Drecorder_floor={name}", "-Dtests=false"],
                            capture_output=True, text=True)
@@ -202,6 +214,9 @@ def main():
     if unknown:
         fail(f"no workload {', '.join(sorted(unknown))}; there are "
              + ", ".join(sorted({w[0] for w in compare.WORKLOADS})))
+    for tool in ("meson", "ninja"):
+        if not shutil.which(tool):
+            fail(f"{tool} is not on PATH: it builds the variants (./dev.sh test installs it)")
     os.makedirs(args.scratch, exist_ok=True)
     libs = {"full": full}
     for v in VARIANTS:
