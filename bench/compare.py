@@ -75,12 +75,13 @@ EVENTS_LINE = re.compile(r"^events (\d+) allocations (\d+) frees (\d+) calls (\d
 
 
 def fail(message):
-    print("compare.py: " + message, file=sys.stderr)
+    """Ends the script that runs (compare.py, or floors.py, which uses its parts)."""
+    print(f"{os.path.basename(sys.argv[0])}: {message}", file=sys.stderr)
     sys.exit(1)
 
 
 def note(message):
-    print("compare.py: " + message, file=sys.stderr, flush=True)
+    print(f"{os.path.basename(sys.argv[0])}: {message}", file=sys.stderr, flush=True)
 
 
 class TreeSampler(threading.Thread):

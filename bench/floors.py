@@ -40,23 +40,17 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import compare  # noqa: E402  (its workloads and the line they print)
+import compare  # noqa: E402  (its workloads, its timed runs and its checks)
+from compare import fail  # noqa: E402
 
 VARIANTS = ["no-stacks", "no-writer", "bare"]
-
-
-def fail(message):
-    print(f"floors.py: {message}", file=sys.stderr)
-    sys.exit(1)
 
 
 def source_of(build_dir):
@@ -90,32 +84,18 @@ def build_variant(name, scratch):
     return os.path.join(out, "preload", "libwsprof.so")
 
 
-def run_once(argv, env, workdir):
-    """Wall seconds, CPU seconds of the whole process tree, stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    r = subprocess.run(argv, env=env, cwd=workdir, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode:
-        fail(f"{' '.join(argv)} exited with status {r.returncode}:\n{r.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, r.stdout
-
-
-def check_variant(args, tool, trace, events):
+def check_variant(args, tool, trace, events, prog):
     """--tiny: a variant's trace holds what the variant says it records."""
     wsprof = os.path.join(args.build, "analyzer", "wsprof")
-    out = subprocess.run([wsprof, "report", "summary", "--json", trace], capture_output=True, text=True)
-    m = re.search(r'"events":(\d+)', out.stdout)
-    if out.returncode or not m:
-        fail(f"wsprof report summary could not read the {tool} trace: {out.stderr.strip()}")
-    got = int(m.group(1))
-    if tool in ("full", "no-stacks") and got < events:
-        fail(f"the {tool} trace holds {got} events where the program made {events}")
-    if tool in ("no-writer", "bare") and got:
-        fail(f"the {tool} trace holds {got} events: its recorder wrote them")
-    if tool in ("full", "no-stacks"):
+    if tool in ("no-writer", "bare"):
+        out = subprocess.run([wsprof, "report", "summary", "--json", trace], capture_output=True, text=True)
+        m = re.search(r'"events":(\d+)', out.stdout)
+        if out.returncode or not m:
+            fail(f"wsprof report summary could not read the {tool} trace: {out.stderr.strip()}")
+        if int(m.group(1)):
+            fail(f"the {tool} trace holds {m.group(1)} events: its recorder wrote them")
+    else:
+        compare.check_recorded(wsprof, trace, events, f"{prog} ({tool})")
         sites = subprocess.run([wsprof, "report", "callsites", "--json", trace], capture_output=True, text=True)
         stacked = '"function":"' in sites.stdout  # a site named by a function: a stack was recorded
         if sites.returncode or stacked != (tool == "full"):
@@ -139,18 +119,14 @@ def measure(workload, args, libs, scratch):
         order = tools[r % len(tools):] + tools[:r % len(tools)]
         for tool in order:
             workdir = tempfile.mkdtemp(dir=scratch)
-            argv = [program, str(threads), str(iterations)]
             e = dict(env)
             if tool != "plain":
-                argv = [wsprof, "record", "-o", os.path.join(workdir, "trace.wsp"), "--"] + argv
                 e["WSPROF_PRELOAD"] = libs[tool]
-            w, c, out = run_once(argv, e, workdir)
-            m = compare.EVENTS_LINE.search(out)
-            if not m:
-                fail(f"{prog} did not print its 'events N ...' line")
-            n = (int(m.group(1)), int(m.group(4)))
+            run = compare.Run(compare.command_line("plain" if tool == "plain" else "wsprof", program, threads,
+                                                   iterations, workdir, wsprof), e, workdir, sample=False)
+            n = compare.program_events(run, f"{prog} under {tool}")
             if args.tiny and tool != "plain":
-                check_variant(args, tool, os.path.join(workdir, "trace.wsp"), n[0])
+                check_variant(args, tool, os.path.join(workdir, "trace.wsp"), n[0], prog)
             if tool == "full":
                 if kept:
                     shutil.rmtree(kept)
@@ -161,15 +137,15 @@ def measure(workload, args, libs, scratch):
                 counted = n
             elif n != counted:
                 fail(f"{prog} made {n} events and calls this time, {counted} before: it must do the same work every run")
-            wall[tool].append(w)
-            cpu[tool].append(c)
+            wall[tool].append(run.wall)
+            cpu[tool].append(run.cpu)
     med = {t: (statistics.median(wall[t]), statistics.median(cpu[t])) for t in tools}
-    reading = read_times(args, prog, [program, str(threads), str(iterations)], env, kept, scratch)
+    reading = read_times(args, prog, program, threads, iterations, env, kept, scratch)
     shutil.rmtree(kept)
     return prog, threads, counted, med, reading
 
 
-def read_times(args, prog, argv, env, kept, scratch):
+def read_times(args, prog, program, threads, iterations, env, kept, scratch):
     """Median wall seconds of reading the full trace alone, of its summary,
     and of heaptrack_print on a heaptrack trace of the same work (None
     without heaptrack, or for cudaheavy, whose driver calls it does not see)."""
@@ -179,7 +155,7 @@ def read_times(args, prog, argv, env, kept, scratch):
     argvs = {"read": reader, "summary": summary}
     if prog != "cudaheavy" and shutil.which("heaptrack") and shutil.which("heaptrack_print") and not args.tiny:
         out = tempfile.mkdtemp(dir=scratch)
-        run_once(["heaptrack", "-o", os.path.join(out, "heaptrack")] + argv, env, out)
+        compare.Run(compare.command_line("heaptrack", program, threads, iterations, out, None), env, out, sample=False)
         found = [n for n in os.listdir(out) if re.match(r"heaptrack\.(zst|gz)$", n)]
         if not found:
             fail(f"heaptrack wrote no trace for {prog}")
@@ -187,7 +163,7 @@ def read_times(args, prog, argv, env, kept, scratch):
     times = {k: [] for k in argvs}
     for _ in range(args.runs):
         for k, a in argvs.items():
-            times[k].append(run_once(a, env, kept)[0])
+            times[k].append(compare.Run(a, env, kept, sample=False).wall)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
