@@ -77,19 +77,8 @@ struct wsp_tally {
 #define WSP_TALLY_STEP (16 * 1024) /* live bytes a thread changes before the shared level hears */
 
 extern WSP_TLS struct wsp_tally *wsp_tally_mine;
-extern bool wsp_tally_glibc; /* malloc is glibc's (wsp_heap_sizer_find): sizes read from the headers */
-extern _Atomic bool wsp_heap_sizer_known; /* wsp_heap_sizer_find has run */
-void wsp_heap_sizer_find_slow(void);
-
-/* Find, once, whether malloc is glibc's, before wsp_usable_size is first
- * used: it then reads a block's size word itself, where
- * malloc_usable_size also looks at the next chunk (a second cache miss on
- * every free whose block is sized). */
-static inline void wsp_heap_sizer_find(void)
-{
-	if (__builtin_expect(!atomic_load_explicit(&wsp_heap_sizer_known, memory_order_acquire), 0))
-		wsp_heap_sizer_find_slow();
-}
+extern bool wsp_tally_glibc; /* malloc is glibc's (found on first use): sizes read from the headers */
+size_t wsp_usable_size_slow(const void *p);
 
 /* Are heap calls counted? With WSPROF_SAMPLE_BYTES above 1, outside wsprof. */
 static inline bool wsp_tally_on(void)
@@ -116,19 +105,24 @@ static inline void wsp_tally_live(struct wsp_tally *t, int64_t change)
 		t->pending = p;
 }
 
+/* What malloc_usable_size says of glibc's block at p, read from the
+ * chunk's size word before it (the mmapped bit: a 16-byte header, else 8;
+ * the low three bits are flags), without a call or a look at the next
+ * chunk. */
+static inline size_t wsp_glibc_usable_size(const void *p)
+{
+	size_t h = ((const size_t *)p)[-1];
+	return (h & ~(size_t)7) - (h & 2 ? 16 : 8);
+}
+
 /* The usable size of the live block at p (0 when it cannot be known):
- * malloc_usable_size, or what it would say of glibc's block at p, read
- * from the chunk's size word before it (the mmapped bit: a 16-byte
- * header, else 8; the low three bits are flags), without a call or a look
- * at the next chunk. */
+ * glibc's read in place, else the allocator's malloc_usable_size; which
+ * of them is found on the first call. */
 static inline size_t wsp_usable_size(const void *p)
 {
-	if (__builtin_expect(wsp_tally_glibc, 1)) {
-		size_t h = ((const size_t *)p)[-1];
-		return (h & ~(size_t)7) - (h & 2 ? 16 : 8);
-	}
-	size_t (*usable)(void *) = wsp_real.malloc_usable_size;
-	return usable ? usable((void *)p) : 0;
+	if (__builtin_expect(wsp_tally_glibc, 1))
+		return wsp_glibc_usable_size(p);
+	return wsp_usable_size_slow(p);
 }
 
 /* A heap block of `requested` bytes now lives at p. */

@@ -142,7 +142,6 @@ static void release_heap_block(void *p)
 {
 	if (atomic_load_explicit(&wsp_release_fd, memory_order_relaxed) < 0)
 		return;
-	wsp_heap_sizer_find();
 	size_t n = wsp_usable_size(p);
 	if (n >= WSP_RELEASE_MIN)
 		wsp_sampler_release((uintptr_t)p, n);

@@ -61,12 +61,18 @@ static void which_allocator(void)
 	wsp_tally_glibc = !strcmp(a, b) && !strncmp(base, "libc.so", 7);
 }
 
-_Atomic bool wsp_heap_sizer_known;
-
-void wsp_heap_sizer_find_slow(void)
+/* wsp_usable_size before malloc is known to be glibc's: found out once
+ * (with the guard held, so that what the lookup allocates passes through),
+ * then malloc_usable_size for any other allocator. */
+size_t wsp_usable_size_slow(const void *p)
 {
+	wsp_tls.guard++;
 	pthread_once(&glibc_once, which_allocator);
-	atomic_store_explicit(&wsp_heap_sizer_known, true, memory_order_release);
+	wsp_tls.guard--;
+	if (wsp_tally_glibc)
+		return wsp_glibc_usable_size(p);
+	size_t (*usable)(void *) = wsp_real.malloc_usable_size;
+	return usable ? usable((void *)p) : 0;
 }
 
 static void record(void);
@@ -168,7 +174,7 @@ static __attribute__((noinline)) struct wsp_tally *join(void)
 	int e = errno;
 	wsp_tls.guard++;
 	pthread_once(&exit_key_once, make_exit_key);
-	wsp_heap_sizer_find();
+	pthread_once(&glibc_once, which_allocator);
 	list_take();
 	struct wsp_tally *t = tallies;
 	while (t && !t->vacant)
