@@ -207,19 +207,21 @@ static int read_record(struct wsp_syms *s, char *line, char **at, char *end)
 /* Why a file is not used, or NULL when it is. */
 static const char *cache_parse(struct wsp_syms *s, char *text, size_t len)
 {
-	char *end = text + len, *at = text, *line = next_line(&at, end);
-	if (!line || strncmp(line, CACHE_MAGIC, strlen(CACHE_MAGIC)))
+	char *end = text + len, *at = text;
+	if (strncmp(text, CACHE_MAGIC, strlen(CACHE_MAGIC)))
 		return "is damaged (not a file of names)";
-	uint64_t version;
-	if (!number(line + strlen(CACHE_MAGIC), 10, &version) || version != CACHE_VERSION)
-		return "was written by another version of wsprof";
-	/* The end line: the records counted and the checksum of all before it. */
-	char *last = end - 1;
-	while (last > at && last[-1] != '\n')
+	/* The end line: the records counted and the checksum of all before it,
+	 * checked before anything is read. */
+	char *last = len ? end - 1 : end;
+	while (last > text && last[-1] != '\n')
 		last--;
+	uint64_t sum = syms_hash_bytes(text, (size_t)(last - text), SYMS_HASH_SEED);
+	char *line = next_line(&at, end);
+	uint64_t version;
+	if (!line || !number(line + strlen(CACHE_MAGIC), 10, &version) || version != CACHE_VERSION)
+		return "was written by another version of wsprof";
 	if (last < at || end[-1] != '\n')
 		return "is damaged (cut short)";
-	uint64_t sum = syms_hash_bytes(text, (size_t)(last - text), SYMS_HASH_SEED);
 	end[-1] = 0;
 	char *f = last;
 	uint64_t records, want;
