@@ -50,6 +50,11 @@ int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols
 /* Loads from now on draw no progress bar and name frames without warnings
  * (the readers of a job's traces, side by side). */
 void wsp_load_set_quiet(bool quiet);
+/* Which frames the stacks of loads show from now on (symbols.h): set once
+ * by the command line (cli/main.c: --stacks, WSPROF_STACKS), before any
+ * load; the default until then. */
+void wsp_load_set_stacks(enum wsp_stack_view view);
+enum wsp_stack_view wsp_load_stacks(void);
 void wsp_loaded_free(struct wsp_loaded *l);
 /* One event read from l->trace into its model, its stack bound to the
  * modules loaded now when l has symbols. @return 0 or a negative error. */

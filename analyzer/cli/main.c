@@ -29,8 +29,8 @@ struct command {
 static const struct command commands[] = { WSP_COMMANDS(REPORT) };
 #undef REPORT
 
-/* Run a command of wsprof-reports.so. */
-static int run_module(const char *name, int argc, char **argv)
+/* Run a command of wsprof-reports.so, its stacks shown as view says. */
+static int run_module(const char *name, int argc, char **argv, enum wsp_stack_view view)
 {
 	char path[PATH_MAX];
 	if (!wsp_find_beside_self(WSPROF_REPORTS_NAME, ".", path)) {
@@ -38,22 +38,29 @@ static int run_module(const char *name, int argc, char **argv)
 		return 1;
 	}
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	int (*run)(const char *, int, char **) = NULL;
+	int (*run)(const char *, int, char **, enum wsp_stack_view) = NULL;
 	if (h)
 		*(void **)&run = dlsym(h, "wsprof_reports_run");
 	if (!run) {
 		fprintf(stderr, "wsprof: cannot load %s (%s): reinstall wsprof\n", path, dlerror());
 		return 1;
 	}
-	return run(name, argc, argv);
+	return run(name, argc, argv, view);
 }
 
-/* --stacks python|native|merged, which every report that shows stacks
- * takes: taken out of argv here and handed to them as WSPROF_STACKS
- * (symbols.h). @return 0, or 2 after a one-line error. */
-static int take_stacks_option(int *argc, char **argv)
+/* Which frames stacks show (symbols.h): WSPROF_STACKS, read here once (a
+ * malformed value: one line, and the default), then --stacks, which every
+ * report that shows stacks takes: taken out of argv here, and handed to
+ * the reports with the view (wsprof_reports_run, wsp_load_set_stacks).
+ * @return 0, or 2 after a one-line error. */
+static int stacks_view(int *argc, char **argv, bool option, enum wsp_stack_view *view)
 {
-	for (int i = 1; i < *argc; i++) {
+	const char *env = getenv("WSPROF_STACKS");
+	int parsed = env && *env ? wsp_stack_view_parse(env) : WSP_STACKS_DEFAULT;
+	if (parsed < 0)
+		fprintf(stderr, "wsprof: warning: WSPROF_STACKS=%s is not python, native or merged: the default stacks\n", env);
+	*view = parsed < 0 ? WSP_STACKS_DEFAULT : (enum wsp_stack_view)parsed;
+	for (int i = 1; option && i < *argc; i++) {
 		const char *v = NULL;
 		int used = 0;
 		if (!strcmp(argv[i], "--"))
@@ -71,11 +78,11 @@ static int take_stacks_option(int *argc, char **argv)
 		} else {
 			continue;
 		}
-		if (wsp_stack_view_parse(v) <= 0) {
+		if ((parsed = wsp_stack_view_parse(v)) <= 0) {
 			fprintf(stderr, "wsprof: unknown --stacks '%s': use python, native or merged\n", v);
 			return 2;
 		}
-		setenv("WSPROF_STACKS", v, 1);
+		*view = (enum wsp_stack_view)parsed;
 		memmove(&argv[i], &argv[i + used], (size_t)(*argc - i - used + 1) * sizeof *argv);
 		*argc -= used;
 		i--;
@@ -132,19 +139,21 @@ int main(int argc, char **argv)
 		return wsp_cmd_attach(argc - 1, argv + 1);
 	bool stacks = !strcmp(argv[1], "report") || !strcmp(argv[1], "export") || !strcmp(argv[1], "diff") ||
 		      !strcmp(argv[1], "check");
-	if (stacks && take_stacks_option(&argc, argv))
+	enum wsp_stack_view view;
+	if (stacks_view(&argc, argv, stacks, &view))
 		return 2;
+	wsp_load_set_stacks(view);
 	if (!strcmp(argv[1], "export") || !strcmp(argv[1], "symbolize") || !strcmp(argv[1], "diff") ||
 	    !strcmp(argv[1], "check") || !strcmp(argv[1], "top"))
-		return run_module(argv[1], argc - 1, argv + 1);
+		return run_module(argv[1], argc - 1, argv + 1, view);
 	if (!strcmp(argv[1], "report") && argc >= 3) {
 		for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 			if (commands[i].help && !strcmp(argv[2], commands[i].name))
 				return commands[i].run ? commands[i].run(argc - 2, argv + 2)
-						       : run_module(commands[i].name, argc - 2, argv + 2);
+						       : run_module(commands[i].name, argc - 2, argv + 2, view);
 		/* Not a view's name: a trace (or an option) for the whole report. */
 		if (argv[2][0] == '-' || access(argv[2], F_OK) == 0)
-			return run_module("report", argc - 1, argv + 1);
+			return run_module("report", argc - 1, argv + 1, view);
 		fprintf(stderr, "wsprof: unknown report '%s' (and no such trace file)\n", argv[2]);
 		usage(stderr);
 		return 2;

@@ -21,10 +21,14 @@ static const struct {
 } commands[] = { WSP_COMMANDS(COMMAND) };
 #undef COMMAND
 
-/* Run the command `name` with the arguments main() would give it.
+/* Run the command `name` with the arguments main() would give it, its
+ * stacks shown as stacks says (main.c parsed --stacks and WSPROF_STACKS;
+ * the module's loads are its own copy of the core's).
  * @return its exit status, or -1 if there is no such command here. */
-__attribute__((visibility("default"))) int wsprof_reports_run(const char *name, int argc, char **argv)
+__attribute__((visibility("default"))) int wsprof_reports_run(const char *name, int argc, char **argv,
+							       enum wsp_stack_view stacks)
 {
+	wsp_load_set_stacks(stacks);
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		if (commands[i].run && !strcmp(name, commands[i].name))
 			return commands[i].run(argc, argv);

@@ -656,7 +656,7 @@ static int second_begin(struct heat *h, wsprof_trace *t)
 	/* The grid splits accesses itself: the model need not match them to blocks. */
 	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(t)->sample_bytes,
 							  .unmatched_access = true });
-	if (!l->borrowed && h->views[WSP_HEAT_BY_CALLSITE].wanted && !(l->syms = wsp_syms_new(stderr)))
+	if (!l->borrowed && h->views[WSP_HEAT_BY_CALLSITE].wanted && !(l->syms = wsp_syms_new(stderr, wsp_load_stacks())))
 		return -ENOMEM;
 	if (!l->model)
 		return -ENOMEM;

@@ -40,6 +40,19 @@ void wsp_load_set_quiet(bool q)
 	atomic_store(&quiet, q);
 }
 
+/* The view stacks are named for, as the command line chose it. */
+static enum wsp_stack_view stacks_view;
+
+void wsp_load_set_stacks(enum wsp_stack_view view)
+{
+	stacks_view = view;
+}
+
+enum wsp_stack_view wsp_load_stacks(void)
+{
+	return stacks_view;
+}
+
 static int load(const char *path, const struct wsp_model_options *opt, bool symbols, uint64_t stop_seq,
 		uint64_t stop_time_ns, const struct wsp_follower *f, size_t nf, struct wsp_loaded *out);
 
@@ -142,7 +155,7 @@ static int load(const char *path, const struct wsp_model_options *opt, bool symb
 	o.child = wsprof_trace_process(out->trace)->parent_traced_pid != 0;
 	out->model = wsp_model_new(&o);
 	if (symbols && wsp_syms_new) {
-		out->syms = wsp_syms_new(atomic_load(&quiet) ? NULL : stderr);
+		out->syms = wsp_syms_new(atomic_load(&quiet) ? NULL : stderr, stacks_view);
 		if (out->syms)
 			wsp_syms_cache(out->syms, path); /* names a report found before */
 	}

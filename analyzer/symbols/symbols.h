@@ -58,14 +58,17 @@ static inline int wsp_stack_view_parse(const char *v)
 
 struct wsp_syms;
 
-/* warn: where one-line warnings go (a rebuilt or missing module), or NULL.
- * The view is WSPROF_STACKS's (wsprof --stacks sets it), else the default. */
-struct wsp_syms *wsp_syms_new(FILE *warn);
+/* warn: where one-line warnings go (a rebuilt or missing module, a
+ * damaged cache), or NULL. view: which frames stacks show, as the command
+ * line chose it (cli/main.c: --stacks, else WSPROF_STACKS). */
+struct wsp_syms *wsp_syms_new(FILE *warn, enum wsp_stack_view view);
 void wsp_syms_free(struct wsp_syms *s);
 /* Keep names between reports of the trace at trace_path: read the cache
  * kept for it (TRACE.symbols beside it, or in the user's cache directory
- * where that is read-only), and write it back, with what this report
- * named, when s is freed. WSPROF_SYMBOL_CACHE=0 keeps none. */
+ * where that is read-only; doc/symbol-cache.md) when the first stack is
+ * noted, and write it back, with what this report named, when s is freed.
+ * A cache of another trace, or damaged, names nothing: one line to warn,
+ * and it is written anew. WSPROF_SYMBOL_CACHE=0 keeps none. */
 void wsp_syms_cache(struct wsp_syms *s, const char *trace_path);
 
 /* What was named, for `wsprof symbolize`. */

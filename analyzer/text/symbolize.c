@@ -67,7 +67,7 @@ int wsp_cmd_symbolize(int argc, char **argv)
 		return 2;
 	}
 	uint64_t start = wsp_progress_now();
-	struct wsp_syms *s = wsp_syms_new(stderr);
+	struct wsp_syms *s = wsp_syms_new(stderr, wsp_load_stacks());
 	if (!s) {
 		fprintf(stderr, "wsprof: out of memory\n");
 		return 1;

@@ -259,7 +259,7 @@ int wsp_cmd_top(int argc, char **argv)
 		return 1;
 	struct wsp_model_options mo = { .per_stack = true, .sample_bytes = wsprof_trace_process(f.l.trace)->sample_bytes };
 	f.l.model = wsp_model_new(&mo);
-	f.l.syms = wsp_syms_new(NULL);
+	f.l.syms = wsp_syms_new(NULL, wsp_load_stacks());
 	if (!f.l.model || !f.l.syms) {
 		fprintf(stderr, "wsprof: out of memory\n");
 		wsp_loaded_free(&f.l);
