@@ -715,11 +715,13 @@ static int stash_add(struct stash *s, const struct wsp_block *b)
 	return 0;
 }
 
-/* Is any piece of r's mapping still live? */
+/* Is any piece of r's mapping still live? A mapping is its origin and
+ * its size: a new one may start where an old one began, in the hole its
+ * first pieces left, while the old one's last pieces live on. */
 static bool origin_alive(const struct range_set *rs, const struct wsp_block *r)
 {
 	for (size_t i = model_range_first_after(rs, r->origin); i < rs->n && rs->v[i].addr < r->origin + r->origin_size; i++)
-		if (rs->v[i].origin == r->origin)
+		if (rs->v[i].origin == r->origin && rs->v[i].origin_size == r->origin_size)
 			return true;
 	return false;
 }
@@ -932,6 +934,11 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 			       .excluded = !caller_ok(m, t, ev->stack) };
 	if (ev->kind == WSPROF_KIND_POOL)
 		b.origin = ev->handle; /* the pool it was carved from */
+	/* An empty mapping, or a block at address 0 (the key of an empty slot):
+	 * no kernel or allocator makes them, a damaged trace may. */
+	struct range_set *rs = ranges_of(m, ev->kind);
+	if (rs ? !ev->size : !block_key(ev->kind, ev->op, ev->addr))
+		return 0;
 	struct stash *s = stash_of(m, ev->tid, false);
 	if (s) /* the old block of a realloc/mremap */
 		move_done(m, s);
@@ -951,7 +958,6 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 		m->sites[site].bytes += bytes;
 	}
 	int err;
-	struct range_set *rs = ranges_of(m, ev->kind);
 	if (rs) {
 		err = range_add(m, rs, &b);
 	} else {

@@ -215,6 +215,30 @@ Test(model, a_failed_mremap_keeps_the_mapping)
 	cr_expect_eq(maps()->frees, 1);
 }
 
+Test(model, a_mapping_at_the_start_of_an_old_one_is_a_mapping_of_its_own)
+{
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x10000, 0x4000);
+	ev(WSPROF_EV_UNMAP, 1, 1, 0x10000, 0x1000); /* the old one's head */
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x10000, 0x1000); /* a new one in the hole, at the old one's start */
+	cr_expect_eq(maps()->live_blocks, 2);
+	ev(WSPROF_EV_UNMAP, 1, 1, 0x11000, 0x3000); /* the old one's last piece */
+	cr_expect_eq(maps()->frees, 1, "the old mapping is gone");
+	cr_expect_eq(maps()->live_blocks, 1);
+	ev(WSPROF_EV_UNMAP, 1, 1, 0x10000, 0x1000);
+	cr_expect_eq(maps()->frees, 2);
+	cr_expect_eq(maps()->live_blocks, 0);
+}
+
+Test(model, an_empty_mapping_and_a_block_at_address_0_are_damage_and_ignored)
+{
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x10000, 0x4000);
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x12000, 0); /* inside the mapping, empty */
+	ev(WSPROF_EV_ALLOC, 0, 1, 0, 64);      /* 0 marks an empty slot of the heap table */
+	cr_expect_eq(maps()->allocations, 1);
+	cr_expect_eq(heap()->allocations, 0);
+	cr_expect_eq(heap()->live_bytes, 0);
+}
+
 Test(model, forks_and_exec_are_remembered)
 {
 	wsprof_event f = { .type = WSPROF_EV_FORK, .child_pid = 4242, .seq = 1 };
