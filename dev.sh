@@ -38,7 +38,9 @@ build() {
 }
 
 # The checked build: clang with ASan and UBSan (stopping at the first
-# finding), where the fuzz target is built too (tests/fuzz). It runs what
+# finding) and the invariant checks live (WSP_ASSERT, src/check.h; -Dchecks,
+# given again on a reconfigure so that an older checked build gets it),
+# where the fuzz target is built too (tests/fuzz). It runs what
 # reads traces: the unit tests, the golden reports and the fuzz seeds. Not
 # the preload library and what records with it (suites preload, cuda,
 # nvtx, access, reports): ASan's runtime must come first in a process,
@@ -46,9 +48,9 @@ build() {
 CHECKED=${BUILD%/}-checked
 checked() {
 	if [ -f "$CHECKED/build.ninja" ]; then
-		meson setup --reconfigure "$CHECKED" >/dev/null || return 1
+		meson setup --reconfigure "$CHECKED" -Dchecks=enabled >/dev/null || return 1
 	else
-		CC=clang CXX=clang++ meson setup "$CHECKED" -Db_sanitize=address,undefined -Db_lundef=false \
+		CC=clang CXX=clang++ meson setup "$CHECKED" -Db_sanitize=address,undefined -Db_lundef=false -Dchecks=enabled \
 			>/dev/null || return 1
 	fi
 	rm -f "$CHECKED/meson-logs/testlog.txt"

@@ -30,6 +30,7 @@
  * came before (the status says why).
  */
 
+#include "check.h"
 #include "columns.h"
 #include "format.h"
 #include "grow.h"
@@ -187,6 +188,12 @@ struct wsprof_trace {
 	size_t *merge, mergecap;  /* a release's stops and heap: 2 per run */
 	size_t nheap;             /* runs in the heap; nonzero while a release is under way */
 	bool run_open;            /* the last run takes the next event */
+	/* The checked build's (src/check.h): events go out in seq order
+	 * (release_emit) unless the trace broke it: a thread's numbers
+	 * wrapped, or an event came in below one already out (a SYNC's
+	 * promise broken). */
+	bool disordered;
+	uint64_t out_seq;         /* the last event released */
 	struct batch *filling;    /* the batch that stack nodes go to */
 
 	uint64_t *defined;        /* a bit per stack id defined */
@@ -617,6 +624,8 @@ static struct pending *pending_push(wsprof_trace *t, struct segment *s, uint64_t
 	}
 	t->runs[t->nruns - 1].end++;
 	t->nlive++;
+	if (WSP_CHECKED && (s->seq + dseq < s->seq || s->seq + dseq < t->out_seq))
+		t->disordered = true;
 	s->seq += dseq;
 	s->time += dtime;
 	if (s->time > t->w.last_time)
@@ -1056,6 +1065,11 @@ static size_t release_emit(wsprof_trace *t, struct pending *out, size_t room)
 		}
 	}
 #undef HEAD
+	for (size_t i = 0; WSP_CHECKED && i < k; i++) {
+		WSP_ASSERT_MSG(t->disordered || out[i].seq >= t->out_seq, "event %llu released after %llu",
+			       (unsigned long long)out[i].seq, (unsigned long long)t->out_seq);
+		t->out_seq = out[i].seq;
+	}
 	t->nheap = nh;
 	t->nlive -= k;
 	if (!nh)

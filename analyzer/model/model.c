@@ -23,6 +23,7 @@
  */
 #include "model_internal.h"
 
+#include "check.h"
 #include "departed.h"
 #include "grow.h"
 
@@ -715,11 +716,13 @@ static int stash_add(struct stash *s, const struct wsp_block *b)
 	return 0;
 }
 
-/* Is any piece of r's mapping still live? */
+/* Is any piece of r's mapping still live? A mapping is its origin and
+ * its size: a new one may start where an old one began, in the hole its
+ * first pieces left, while the old one's last pieces live on. */
 static bool origin_alive(const struct range_set *rs, const struct wsp_block *r)
 {
 	for (size_t i = model_range_first_after(rs, r->origin); i < rs->n && rs->v[i].addr < r->origin + r->origin_size; i++)
-		if (rs->v[i].origin == r->origin)
+		if (rs->v[i].origin == r->origin && rs->v[i].origin_size == r->origin_size)
 			return true;
 	return false;
 }
@@ -932,6 +935,11 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 			       .excluded = !caller_ok(m, t, ev->stack) };
 	if (ev->kind == WSPROF_KIND_POOL)
 		b.origin = ev->handle; /* the pool it was carved from */
+	/* An empty mapping, or a block at address 0 (the key of an empty slot):
+	 * no kernel or allocator makes them, a damaged trace may. */
+	struct range_set *rs = ranges_of(m, ev->kind);
+	if (rs ? !ev->size : !block_key(ev->kind, ev->op, ev->addr))
+		return 0;
 	struct stash *s = stash_of(m, ev->tid, false);
 	if (s) /* the old block of a realloc/mremap */
 		move_done(m, s);
@@ -951,7 +959,6 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 		m->sites[site].bytes += bytes;
 	}
 	int err;
-	struct range_set *rs = ranges_of(m, ev->kind);
 	if (rs) {
 		err = range_add(m, rs, &b);
 	} else {
@@ -1091,11 +1098,31 @@ static int note_device(struct wsp_model *m, const wsprof_event *ev)
 
 static int apply_event(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev);
 
+/* The checked build's books (books.c): the event's kind at once, the
+ * whole model once as many events went by as it holds blocks, so that
+ * checking costs O(1) an event. */
+static void check_books(struct wsp_model *m, const wsprof_event *ev)
+{
+	if (ev->kind < WSPROF_KIND_COUNT) {
+		const struct wsp_kind_stats *k = &m->kinds[ev->kind];
+		WSP_ASSERT(k->peak_bytes >= k->live_bytes);
+		WSP_ASSERT(k->collectable_bytes <= k->live_bytes || (ev->kind == WSPROF_KIND_HEAP && m->heap_counted));
+	}
+	if (m->check_due-- > 0)
+		return;
+	const char *broken = wsp_model_check(m);
+	WSP_ASSERT_MSG(!broken, "after event seq %llu (type %d, kind %u): %s", (unsigned long long)ev->seq, ev->type,
+		       ev->kind, broken);
+	m->check_due = m->heap_used + m->ranges[0].n + m->ranges[1].n + m->ranges[2].n + m->ranges[3].n;
+}
+
 /* Where a kind's live or in-use bytes may have changed, the series notes
  * them (unless totals only). */
 int wsp_model_apply(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev)
 {
 	int err = apply_event(m, t, ev);
+	if (WSP_CHECKED && !err)
+		check_books(m, ev);
 	if (err || m->totals_only)
 		return err;
 	switch (ev->type) {
@@ -1278,6 +1305,10 @@ size_t wsp_model_rss(const struct wsp_model *m, const struct wsp_rss_point **poi
 
 int wsp_model_finish(struct wsp_model *m)
 {
+	if (WSP_CHECKED) {
+		const char *broken = wsp_model_check(m);
+		WSP_ASSERT_MSG(!broken, "at the finish: %s", broken);
+	}
 	if (!m->heap_counted)
 		count_heap(m);
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)

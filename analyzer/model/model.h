@@ -316,4 +316,12 @@ bool wsp_model_heap_counted_now(const struct wsp_model *m, struct wsp_kind_stats
 /* Are this kind's totals estimates (estimated, and not counted)? */
 bool wsp_model_totals_estimated(const struct wsp_model *m, unsigned kind);
 
+/* The model's books checked against its live set: each kind's live bytes
+ * and blocks, collectable bytes and sites' figures against the sums over
+ * its blocks, the peak against live, the heap table's maps, the ranges'
+ * order, frees against allocations. @return NULL, or the first rule
+ * broken, in words (valid until the next call on the thread). In every
+ * build; the checked build calls it as events are applied (books.c). */
+const char *wsp_model_check(const struct wsp_model *m);
+
 #endif

@@ -154,6 +154,7 @@ struct wsp_model {
 	char *exec_path;
 
 	uint64_t sample_bytes;       /* the trace's WSPROF_SAMPLE_BYTES; 0: all recorded */
+	uint64_t check_due;          /* events before the checked build's next wsp_model_check */
 };
 
 static inline size_t hash64(uint64_t x, size_t cap)

@@ -8,7 +8,8 @@
  * any part of a mapping and counts a free only for a mapping released
  * whole, a MAP_FIXED mapping releases what it covers, frees of unknown
  * addresses are untracked, and a kind appears only once something of it
- * was allocated.
+ * was allocated. After every event the model's books must balance
+ * (wsp_model_check: running totals against the sums over its blocks).
  */
 #include "model.h"
 
@@ -28,12 +29,23 @@ static void teardown(void)
 	wsp_model_free(m);
 }
 
+/* The model's books (wsp_model_check) after every event of a test, but
+ * every thousandth of a long one. */
+static void books(const struct wsp_model *x)
+{
+	if (seq > 1000 && seq % 1000)
+		return;
+	const char *broken = wsp_model_check(x);
+	cr_assert_null(broken, "after event %llu: %s", (unsigned long long)seq, broken);
+}
+
 static void ev(int type, unsigned kind, uint32_t tid, uint64_t addr, uint64_t size)
 {
 	seq++; /* not inside the initializer: it reads seq too, in no set order */
 	wsprof_event e = { .type = type, .kind = kind, .tid = tid, .seq = seq, .time_ns = seq * 10,
 			   .addr = addr, .size = size };
 	cr_assert_eq(wsp_model_apply(m, NULL, &e), 0);
+	books(m);
 }
 
 static const struct wsp_kind_stats *heap(void)
@@ -215,6 +227,30 @@ Test(model, a_failed_mremap_keeps_the_mapping)
 	cr_expect_eq(maps()->frees, 1);
 }
 
+Test(model, a_mapping_at_the_start_of_an_old_one_is_a_mapping_of_its_own)
+{
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x10000, 0x4000);
+	ev(WSPROF_EV_UNMAP, 1, 1, 0x10000, 0x1000); /* the old one's head */
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x10000, 0x1000); /* a new one in the hole, at the old one's start */
+	cr_expect_eq(maps()->live_blocks, 2);
+	ev(WSPROF_EV_UNMAP, 1, 1, 0x11000, 0x3000); /* the old one's last piece */
+	cr_expect_eq(maps()->frees, 1, "the old mapping is gone");
+	cr_expect_eq(maps()->live_blocks, 1);
+	ev(WSPROF_EV_UNMAP, 1, 1, 0x10000, 0x1000);
+	cr_expect_eq(maps()->frees, 2);
+	cr_expect_eq(maps()->live_blocks, 0);
+}
+
+Test(model, an_empty_mapping_and_a_block_at_address_0_are_damage_and_ignored)
+{
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x10000, 0x4000);
+	ev(WSPROF_EV_ALLOC, 1, 1, 0x12000, 0); /* inside the mapping, empty */
+	ev(WSPROF_EV_ALLOC, 0, 1, 0, 64);      /* 0 marks an empty slot of the heap table */
+	cr_expect_eq(maps()->allocations, 1);
+	cr_expect_eq(heap()->allocations, 0);
+	cr_expect_eq(heap()->live_bytes, 0);
+}
+
 Test(model, forks_and_exec_are_remembered)
 {
 	wsprof_event f = { .type = WSPROF_EV_FORK, .child_pid = 4242, .seq = 1 };
@@ -248,7 +284,7 @@ static void sev(int type, uint32_t tid, uint64_t addr, uint64_t size, uint64_t s
 	seq++;
 	wsprof_event e = { .type = type, .kind = WSPROF_KIND_HEAP, .tid = tid, .seq = seq, .time_ns = seq,
 			   .addr = addr, .size = size, .stack = stack };
-	cr_assert_eq(wsp_model_apply(ms, NULL, &e), 0);
+	cr_assert_eq(wsp_model_apply(ms, NULL, &e), 0);	books(ms);
 }
 
 struct site_table {
@@ -331,7 +367,7 @@ static void ann(unsigned op, uint32_t tid, uint64_t addr, const char *text)
 	seq++;
 	wsprof_event e = { .type = WSPROF_EV_ANNOTATE, .op = op, .tid = tid, .seq = seq, .time_ns = seq,
 			   .addr = addr, .text = text };
-	cr_assert_eq(wsp_model_apply(m, NULL, &e), 0);
+	cr_assert_eq(wsp_model_apply(m, NULL, &e), 0);	books(m);
 }
 
 Test(model, acquire_and_release_make_a_block_collectable)
@@ -424,7 +460,7 @@ static void pool_ev(int type, uint64_t pool, uint64_t addr, uint64_t size)
 	wsprof_event e = { .type = type, .kind = WSPROF_KIND_POOL, .tid = 1, .seq = seq, .time_ns = seq,
 			   .addr = addr, .size = size, .handle = pool,
 			   .op = type == WSPROF_EV_ALLOC ? WSPROF_OP_POOL_ALLOC : WSPROF_OP_POOL_FREE };
-	cr_assert_eq(wsp_model_apply(m, NULL, &e), 0);
+	cr_assert_eq(wsp_model_apply(m, NULL, &e), 0);	books(m);
 }
 
 Test(model, pool_sub_allocations_are_their_own_kind_inside_their_slab)
@@ -445,6 +481,7 @@ Test(model, pool_sub_allocations_are_their_own_kind_inside_their_slab)
 	wsprof_event reset = { .type = WSPROF_EV_ANNOTATE, .op = WSPROF_ANN_POOL_RESET, .tid = 1, .seq = ++seq,
 			       .handle = 0x10000 };
 	cr_assert_eq(wsp_model_apply(m, NULL, &reset), 0);
+	books(m);
 	cr_expect_eq(pool->live_bytes, 0);
 	cr_expect_eq(pool->frees, 2);
 	cr_expect_eq(pool->collectable_bytes, 0);
