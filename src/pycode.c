@@ -23,8 +23,22 @@ int wsp_pycodes_add(struct wsp_pycodes *c, uint64_t id, uint64_t firstlineno, ch
 		free(linetable);
 		return err;
 	}
+	uint64_t **log = &c->order[c->count / WSP_PYCODE_PAGE]; /* as many as ids: it fits the directory */
+	if (!*log && !(*log = malloc(WSP_PYCODE_PAGE * sizeof **log))) {
+		free(qualname);
+		free(filename);
+		free(linetable);
+		return -ENOMEM;
+	}
 	*e = (wsprof_pycode){ qualname, filename, firstlineno > 0x7fffffff ? 0 : (unsigned)firstlineno, linetable, ln };
+	(*log)[c->count % WSP_PYCODE_PAGE] = id;
+	c->count++;
 	return 0;
+}
+
+uint64_t wsp_pycodes_nth(const struct wsp_pycodes *c, size_t i)
+{
+	return c->order[i / WSP_PYCODE_PAGE][i % WSP_PYCODE_PAGE];
 }
 
 const wsprof_pycode *wsp_pycodes_get(const struct wsp_pycodes *c, uint64_t id)
@@ -48,6 +62,11 @@ void wsp_pycodes_free(struct wsp_pycodes *c)
 		free(c->page[i]);
 		c->page[i] = NULL;
 	}
+	for (size_t i = 0; i < WSP_PYCODE_PAGES && c->order[i]; i++) {
+		free(c->order[i]);
+		c->order[i] = NULL;
+	}
+	c->count = 0;
 }
 
 /* The table's varints: 6 bits a byte, low first, 0x40 saying more follow. */

@@ -20,6 +20,8 @@
 
 struct wsp_pycodes {
 	wsprof_pycode *page[WSP_PYCODE_PAGES];
+	uint64_t *order[WSP_PYCODE_PAGES]; /* the ids in the order they were defined, in pages too */
+	size_t count;                      /* ids defined */
 };
 
 /* Keep a code object: its strings and table (malloc'd; NULL: out of
@@ -28,6 +30,9 @@ struct wsp_pycodes {
 int wsp_pycodes_add(struct wsp_pycodes *c, uint64_t id, uint64_t firstlineno, char *qualname, char *filename,
 		    uint8_t *linetable, size_t ln);
 const wsprof_pycode *wsp_pycodes_get(const struct wsp_pycodes *c, uint64_t id);
+/* The id defined i-th (i < count): a reader of count as it was when
+ * ids 0..i were defined reads what their writer no longer touches. */
+uint64_t wsp_pycodes_nth(const struct wsp_pycodes *c, size_t i);
 void wsp_pycodes_free(struct wsp_pycodes *c);
 
 #endif

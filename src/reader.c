@@ -35,6 +35,7 @@
 #include "format.h"
 #include "grow.h"
 #include "pycode.h"
+#include "resume.h"
 #include "wsprof/trace.h"
 
 #include <errno.h>
@@ -54,7 +55,7 @@ struct module {
 	uint8_t *build_id;
 	size_t build_id_len;
 	size_t nsegs;
-	struct { uint64_t vaddr, memsz; } *segs;
+	uint64_t (*segs)[2];    /* vaddr, memsz */
 };
 
 /* What few events carry beyond the fields all have: made for those only. */
@@ -109,6 +110,7 @@ struct footer {
 /* How far reading has got: what the status and the position tell. */
 struct progress {
 	uint64_t bytes_read, chunks, events, threads, last_time;
+	size_t pycodes;         /* code objects defined (resume.h: read out up to there) */
 	struct footer footer;
 	int error;
 	bool eof, exec_seen;
@@ -150,6 +152,8 @@ struct frame {
 	const uint8_t *records;
 	size_t len;
 	bool columns;               /* records in the column layout */
+	uint64_t offset;            /* where the frame starts in the file */
+	uint32_t index;             /* a chunk's index */
 	uint64_t bytes_read;
 	struct footer footer;
 	uint8_t *zbuf, *raw;        /* compressed, decompressed */
@@ -162,6 +166,8 @@ struct wsprof_trace {
 	bool regular;             /* read ahead on threads */
 	bool live;                /* still being written: the end of the file is not the end (open_live) */
 	bool huge;                /* large buffers in huge pages (see grow_big) */
+	bool resumed;             /* opened at a place (resume.h): the footer's counts are the whole file's */
+	uint64_t from_seq;        /* resumed: events below it are dropped */
 	wsprof_process proc;
 	char *exe, *cmdline, *tool_version, *access_note, *allocator, *job_id, *launcher;
 
@@ -180,6 +186,9 @@ struct wsprof_trace {
 	bool in_chunk;
 	bool done;                /* the end is marked in a batch */
 	struct progress w;        /* how far it has got */
+	struct wsp_chunk_place place; /* of the chunk being decoded */
+	struct wsp_chunk_place *places; /* of those decoded, then the end */
+	size_t nplaces, placecap;
 
 	struct pending *pend;     /* events not yet released, in runs (holes between) */
 	size_t npend, pendcap;    /* slots used, holes included */
@@ -733,8 +742,8 @@ static int decode_module_load(wsprof_trace *t, struct pending *p, struct wsp_cur
 	if (!m->path || !m->build_id || !m->segs)
 		return -ENOMEM;
 	for (uint64_t i = 0; i < nsegs; i++) {
-		m->segs[i].vaddr = wsp_get_field(r);
-		m->segs[i].memsz = wsp_get_field(r);
+		m->segs[i][0] = wsp_get_field(r);
+		m->segs[i][1] = wsp_get_field(r);
 		wsp_get_field(r); /* p_flags */
 	}
 	m->nsegs = (size_t)nsegs;
@@ -970,6 +979,19 @@ static void pending_compact(wsprof_trace *t)
 	t->npend = to;
 }
 
+/* A reader opened at a place (resume.h) hands out nothing below seq:
+ * each run's prefix below it goes (a run is sorted), at each release. */
+static void pending_drop_below(wsprof_trace *t, uint64_t seq)
+{
+	for (size_t i = 0; i < t->nruns; i++) {
+		struct run *r = &t->runs[i];
+		for (; r->next < r->end && t->pend[r->next].seq < seq; r->next++, t->nlive--) {
+			extra_free(t->pend[r->next].x);
+			t->pend[r->next].x = NULL;
+		}
+	}
+}
+
 /* The number of the next event of the run at heap[k]. */
 #define HEAD(k) (t->pend[t->runs[heap[k]].next].seq)
 
@@ -981,6 +1003,8 @@ static int release_begin(wsprof_trace *t, uint64_t watermark, bool all)
 {
 	if (!t->nruns)
 		return 0;
+	if (t->from_seq)
+		pending_drop_below(t, t->from_seq);
 	/* Where each run's prefix below the watermark stops, and a heap of
 	 * runs by the number of their next event. */
 	if (wsp_grow(&t->merge, &t->mergecap, 2 * t->nruns, sizeof *t->merge))
@@ -1006,6 +1030,8 @@ static int release_begin(wsprof_trace *t, uint64_t watermark, bool all)
 		}
 	}
 	t->nheap = nh;
+	if (!nh && t->from_seq)
+		pending_compact(t); /* all of it dropped */
 	return 0;
 }
 
@@ -1087,8 +1113,10 @@ static int read_pycode(wsprof_trace *t, struct wsp_cursor *r)
 	const uint8_t *q = wsp_get_bytes(r, &qn), *f = wsp_get_bytes(r, &fn), *l = wsp_get_bytes(r, &ln);
 	if (r->bad || !q || !f || !l)
 		return WSPROF_E_CORRUPT;
-	return wsp_pycodes_add(&t->pycodes, id, first, dup_bytes(q, qn), dup_bytes(f, fn), (uint8_t *)dup_bytes(l, ln),
-			       ln);
+	int err = wsp_pycodes_add(&t->pycodes, id, first, dup_bytes(q, qn), dup_bytes(f, fn),
+				  (uint8_t *)dup_bytes(l, ln), ln);
+	t->w.pycodes = t->pycodes.count;
+	return err;
 }
 
 /* A stamped record, not an event: its deltas still move the segment's. */
@@ -1112,6 +1140,23 @@ static int read_python(wsprof_trace *t, struct segment *seg, struct wsp_cursor *
 	return 0;
 }
 
+/* A segment's events are in seq order: its last seq, once it has pushed
+ * one (its run is open), is the highest of the segment, which the chunk's
+ * place keeps. Nothing to do for each event. */
+static void segment_close(wsprof_trace *t, const struct segment *seg)
+{
+	if (seg->open && t->run_open && seg->seq > t->place.max_seq)
+		t->place.max_seq = seg->seq;
+}
+
+static int place_add(wsprof_trace *t, const struct wsp_chunk_place *p)
+{
+	if (wsp_grow(&t->places, &t->placecap, t->nplaces + 1, sizeof *t->places))
+		return -ENOMEM;
+	t->places[t->nplaces++] = *p;
+	return 0;
+}
+
 static int decode_some(wsprof_trace *t)
 {
 	struct segment *seg = &t->seg;
@@ -1128,6 +1173,7 @@ static int decode_some(wsprof_trace *t)
 		int err = 0;
 		switch (type) {
 		case WSP_REC_SEGMENT:
+			segment_close(t, seg);
 			t->run_open = false; /* its events are a run of their own */
 			seg->tid = (uint32_t)wsp_get_field(&r);
 			seg->seq = wsp_get_field(&r);
@@ -1139,6 +1185,8 @@ static int decode_some(wsprof_trace *t)
 			uint64_t watermark = wsp_get_field(&r), time = wsp_get_field(&r);
 			if (time > t->w.last_time)
 				t->w.last_time = time; /* a quiet program's trace still shows how long it ran */
+			if (watermark > t->place.watermark)
+				t->place.watermark = watermark;
 			err = release_begin(t, watermark, false);
 			break;
 		}
@@ -1186,9 +1234,10 @@ static int decode_some(wsprof_trace *t)
 		if (t->filling->ndefs >= BATCH_DEFS)
 			return 2;
 	}
+	segment_close(t, seg);
 	t->in_chunk = false;
 	t->w.chunks++;
-	return 0;
+	return place_add(t, &t->place);
 }
 
 static int read_footer(wsprof_trace *t, struct frame *fr, uint32_t size, const uint8_t *first)
@@ -1307,6 +1356,8 @@ static int read_chunk_here(wsprof_trace *t, struct frame *fr)
 static void read_frame(wsprof_trace *t, struct frame *fr)
 {
 	memset(&fr->footer, 0, sizeof fr->footer);
+	fr->offset = t->bytes_read;
+	fr->index = (uint32_t)t->chunks_read;
 	fr->result = read_chunk(t, fr);
 	fr->bytes_read = t->bytes_read;
 }
@@ -1365,6 +1416,8 @@ static int take_frame(wsprof_trace *t)
 		return -ECANCELED;
 	t->w.bytes_read = fr->bytes_read;
 	t->w.footer = fr->footer;
+	/* Reading stops at the frame that is not a chunk, or in one that fails: the end's place. */
+	t->place = (struct wsp_chunk_place){ .offset = fr->offset, .index = fr->index };
 	if (fr->result != 1)
 		return fr->result;
 	/* The recorder writes nothing after an EXEC's chunk unless exec failed. */
@@ -1414,6 +1467,13 @@ static int advance(wsprof_trace *t)
 		if (r == WSPROF_E_AGAIN)
 			r = 0;
 		t->w.eof = true;
+		/* The end's place. A trace without a footer ends at its last
+		 * chunk: a reader opened there sees how (an exec, a cut). */
+		struct wsp_chunk_place end = { t->place.offset, (uint32_t)t->w.chunks, 0, 0 };
+		if (r == 0 && !t->w.footer.seen && t->nplaces)
+			end = (struct wsp_chunk_place){ t->places[t->nplaces - 1].offset, t->places[t->nplaces - 1].index, 0, 0 };
+		if (place_add(t, &end))
+			return -ENOMEM;
 		if (r < 0)
 			t->w.error = r;
 		else if (!t->w.footer.seen && !t->w.exec_seen)
@@ -1719,7 +1779,11 @@ void wsprof_trace_get_status(const wsprof_trace *t, wsprof_trace_status *st)
 		st->ending_value = (int)f->ending_value;
 		st->finished_by_launcher = f->finisher == 1;
 	}
-	if (f->seen && !s->error && s->eof && f->chunks == s->chunks && f->events == s->events)
+	/* A reader opened at a place counts chunks from the place's index, so
+	 * those must match; its events are those after the place, no more
+	 * than the footer's. */
+	bool events_agree = t->resumed ? s->events <= f->events : f->events == s->events;
+	if (f->seen && !s->error && s->eof && f->chunks == s->chunks && events_agree)
 		st->complete = 1;
 	else if (s->exec_seen && !s->error && s->eof)
 		st->complete = 1;
@@ -1771,8 +1835,8 @@ static const struct module *module_covering(const wsprof_trace *t, uint64_t addr
 	for (size_t i = 0; i < t->nmods; i++) {
 		const struct module *m = &t->mods[i];
 		for (size_t s = 0; s < m->nsegs; s++) {
-			uint64_t lo = m->base + m->segs[s].vaddr;
-			if (addr >= lo && addr - lo < m->segs[s].memsz)
+			uint64_t lo = m->base + m->segs[s][0];
+			if (addr >= lo && addr - lo < m->segs[s][1])
 				return m;
 		}
 	}
@@ -1807,9 +1871,9 @@ int wsprof_trace_module_span_at(const wsprof_trace *t, uint64_t addr, uint64_t *
 	*start = UINT64_MAX;
 	*end = 0;
 	for (size_t s = 0; s < m->nsegs; s++) {
-		uint64_t lo = m->base + m->segs[s].vaddr;
+		uint64_t lo = m->base + m->segs[s][0];
 		*start = lo < *start ? lo : *start;
-		*end = lo + m->segs[s].memsz > *end ? lo + m->segs[s].memsz : *end;
+		*end = lo + m->segs[s][1] > *end ? lo + m->segs[s][1] : *end;
 	}
 	return 1;
 }
@@ -1846,6 +1910,7 @@ void wsprof_trace_close(wsprof_trace *t)
 	free(t->mods);
 	free(t->stacks);
 	free(t->tids);
+	free(t->places);
 	wsp_pycodes_free(&t->pycodes);
 	free((char *)t->python.path);
 	free((char *)t->python.note);
@@ -1865,4 +1930,184 @@ void wsprof_trace_close(wsprof_trace *t)
 	if (t->f)
 		fclose(t->f);
 	free(t);
+}
+
+/* ---- resuming in the middle (src/resume.h) ------------------------------ */
+
+size_t wsp_trace_chunk_places(const wsprof_trace *t, const struct wsp_chunk_place **places)
+{
+	*places = t->places;
+	return t->nplaces;
+}
+
+uint64_t wsp_chunk_places_resume_offset(const struct wsp_chunk_place *p, size_t n, uint64_t seq, uint32_t *index)
+{
+	*index = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].max_seq >= seq || p[i].watermark >= seq || i == n - 1) {
+			*index = p[i].index;
+			return p[i].offset;
+		}
+	}
+	return 0;
+}
+
+/* Whether the frame at offset is chunk `index`, the footer, or the end of
+ * the file: read its first bytes, then go back there. @return 0 or -EINVAL. */
+static int check_place(wsprof_trace *t, uint64_t offset, uint32_t index)
+{
+	uint8_t h[12];
+	size_t got = fread(h, 1, sizeof h, t->f);
+	int ok = got == 0 && !ferror(t->f) && offset == t->file_size; /* the end of a truncated trace */
+	if (got >= 8 && wsp_get_le32(h) == WSP_MAGIC_FOOTER)
+		ok = 1;
+	if (got == sizeof h && wsp_get_le32(h) == WSP_MAGIC_CHUNK && wsp_get_le32(h + 4) == WSP_CHUNK_HEADER - 8 &&
+	    wsp_get_le32(h + 8) == index)
+		ok = 1;
+	clearerr(t->f);
+	if (fseeko(t->f, (off_t)offset, SEEK_SET) != 0)
+		return -errno;
+	return ok ? 0 : -EINVAL;
+}
+
+int wsp_trace_open_at(const char *path, const struct wsp_resume *r, wsprof_trace **out)
+{
+	wsprof_trace *t;
+	int err = open_trace(path, false, &t);
+	*out = NULL;
+	if (err)
+		return err;
+	if (!t->regular)
+		err = -ESPIPE;
+	else if (r->offset < t->bytes_read || r->offset > t->file_size || r->offset > (uint64_t)INT64_MAX)
+		err = -EINVAL;
+	else if (fseeko(t->f, (off_t)r->offset, SEEK_SET) != 0)
+		err = -errno;
+	else
+		err = check_place(t, r->offset, r->chunk);
+	if (err) {
+		wsprof_trace_close(t);
+		return err;
+	}
+	t->resumed = true;
+	t->from_seq = r->seq;
+	t->bytes_read = t->w.bytes_read = r->offset;
+	t->chunks_read = t->w.chunks = r->chunk;
+	t->seen = t->w;
+	*out = t;
+	return 0;
+}
+
+int wsp_trace_seed_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
+{
+	if (t->started)
+		return -EBUSY;
+	/* add_stack's bound, and the batch it notes the node in (no thread yet: it is ours). */
+	t->filling = &t->batches[0];
+	int err = add_stack(t, id, parent, ip);
+	if (err)
+		return err == WSPROF_E_CORRUPT ? -EINVAL : err;
+	struct batch *b = &t->batches[0];
+	err = stack_set(t, &b->defs[--b->ndefs]);
+	return err;
+}
+
+static char *dup_string(const char *s)
+{
+	return dup_bytes((const uint8_t *)(s ? s : ""), s ? strlen(s) : 0);
+}
+
+int wsp_trace_seed_pycode(wsprof_trace *t, uint64_t id, unsigned firstlineno, const char *qualname,
+			  const char *filename, const uint8_t *linetable, size_t linetable_len)
+{
+	if (t->started)
+		return -EBUSY;
+	int err = wsp_pycodes_add(&t->pycodes, id, firstlineno, dup_string(qualname), dup_string(filename),
+				  (uint8_t *)dup_bytes(linetable ? linetable : (const uint8_t *)"", linetable_len),
+				  linetable_len);
+	t->w.pycodes = t->seen.pycodes = t->pycodes.count;
+	return err;
+}
+
+int wsp_trace_seed_python(wsprof_trace *t, const wsprof_python *py)
+{
+	if (t->started)
+		return -EBUSY;
+	char *path = dup_string(py->path), *note = dup_string(py->note);
+	if (!path || !note) {
+		free(path);
+		free(note);
+		return -ENOMEM;
+	}
+	free((char *)t->python.path);
+	free((char *)t->python.note);
+	t->python = *py;
+	t->python.seen = 1;
+	t->python.path = path;
+	t->python.note = note;
+	return 0;
+}
+
+int wsp_trace_seed_module(wsprof_trace *t, uint64_t base, const char *path, const uint8_t *build_id,
+			  size_t build_id_len, size_t nsegs, const uint64_t (*segs)[2])
+{
+	if (t->started)
+		return -EBUSY;
+	if (wsp_grow(&t->mods, &t->modcap, t->nmods + 1, sizeof *t->mods))
+		return -ENOMEM;
+	struct module m = { .base = base, .build_id_len = build_id_len, .nsegs = nsegs };
+	m.path = dup_string(path);
+	m.build_id = (uint8_t *)dup_bytes(build_id ? build_id : (const uint8_t *)"", build_id_len);
+	m.segs = nsegs <= SIZE_MAX / sizeof *m.segs ? malloc((nsegs ? nsegs : 1) * sizeof *m.segs) : NULL;
+	if (!m.path || !m.build_id || !m.segs) {
+		module_free(&m);
+		return -ENOMEM;
+	}
+	if (nsegs)
+		memcpy(m.segs, segs, nsegs * sizeof *m.segs);
+	t->mods[t->nmods++] = m;
+	return 0;
+}
+
+int wsp_trace_each_stack_node(const wsprof_trace *t, int (*fn)(void *arg, uint64_t id, uint64_t parent, uint64_t ip),
+			      void *arg)
+{
+	for (size_t id = 1; id < t->nstacks; id++) {
+		const struct stack_node *n = &t->stacks[id];
+		if (!(n->parent & NODE_DEFINED))
+			continue;
+		int r = fn(arg, id, n->parent & ~NODE_DEFINED, n->ip);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* Up to the count of the last mark applied: those entries were written
+ * before the mark was (pycode.h). */
+int wsp_trace_each_pycode(const wsprof_trace *t, int (*fn)(void *arg, uint64_t id, const wsprof_pycode *code),
+			  void *arg)
+{
+	for (size_t i = 0; i < t->seen.pycodes; i++) {
+		uint64_t id = wsp_pycodes_nth(&t->pycodes, i);
+		int r = fn(arg, id, wsp_pycodes_get(&t->pycodes, id));
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int wsp_trace_each_module(const wsprof_trace *t,
+			  int (*fn)(void *arg, uint64_t base, const char *path, const uint8_t *build_id,
+				    size_t build_id_len, size_t nsegs, const uint64_t (*segs)[2]),
+			  void *arg)
+{
+	for (size_t i = 0; i < t->nmods; i++) {
+		const struct module *m = &t->mods[i];
+		int r = fn(arg, m->base, m->path, m->build_id_len ? m->build_id : NULL, m->build_id_len, m->nsegs,
+			   (const uint64_t (*)[2])m->segs);
+		if (r)
+			return r;
+	}
+	return 0;
 }

@@ -21,11 +21,16 @@
  * the checksum. The other mutations work on the file as it is (header,
  * frame sizes, chunk indexes, truncation).
  *
+ * Once a pass has ended, a second reader opens at one of the places it
+ * noted (src/resume.h), seeded with the pass's tables: it must hand out
+ * nothing below the seq it was given, and fail only for memory.
+ *
  * tests/fuzz/run.sh runs it; README.md ("Checked builds and fuzzing") says
  * how to run it for longer.
  */
 #include "format.h"
 #include "model.h"
+#include "resume.h"
 #include "wss.h"
 
 #include <errno.h>
@@ -196,6 +201,52 @@ static size_t walk_model(const struct wsp_model *m)
 			      wsp_model_unknown_annotations(m));
 }
 
+static int seed_node(void *arg, uint64_t id, uint64_t parent, uint64_t ip)
+{
+	return wsp_trace_seed_stack(arg, id, parent, ip) == -ENOMEM ? -ENOMEM : 0; /* -EINVAL: an id too far */
+}
+
+static int seed_module(void *arg, uint64_t base, const char *path, const uint8_t *build_id, size_t build_id_len,
+		       size_t nsegs, const uint64_t (*segs)[2])
+{
+	return wsp_trace_seed_module(arg, base, path, build_id, build_id_len, nsegs, segs);
+}
+
+/* A reader opened at the place `pick` chooses among those the ended pass
+ * `from` noted, for a seq near that chunk's highest. */
+static size_t resume_somewhere(wsprof_trace *from, size_t pick)
+{
+	const struct wsp_chunk_place *places;
+	size_t n = wsp_trace_chunk_places(from, &places);
+	if (!n)
+		return 0;
+	uint64_t top = places[pick % n].max_seq, seq = top > pick % 8 ? top - pick % 8 : 0;
+	struct wsp_resume r = { .seq = seq };
+	r.offset = wsp_chunk_places_resume_offset(places, n, seq, &r.chunk);
+	wsprof_trace *t;
+	if (wsp_trace_open_at(memfd_path, &r, &t) < 0)
+		return 0;
+	int err = wsp_trace_each_stack_node(from, seed_node, t);
+	if (!err)
+		err = wsp_trace_each_module(from, seed_module, t);
+	wsprof_event ev;
+	size_t sum = 0;
+	while (!err && (err = wsprof_trace_next(t, &ev)) > 0) {
+		if (ev.seq < seq) {
+			fprintf(stderr, "fuzz_reader: seq %llu handed out from seq %llu on\n", (unsigned long long)ev.seq,
+				(unsigned long long)seq);
+			abort();
+		}
+		sum += walk_event(t, &ev);
+	}
+	wsprof_trace_close(t);
+	if (err < 0 && err != -ENOMEM) {
+		fprintf(stderr, "fuzz_reader: error %d (%s) reading from a place\n", err, wsprof_strerror(err));
+		abort();
+	}
+	return sum;
+}
+
 /* Modules of the seed traces (tests/fuzz/corpus): some allocations pass
  * the caller filter, some do not. */
 static const char *const callers[] = { "alloc_basic", "libc.so.6", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
@@ -225,6 +276,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (err < 0)
 			break;
 	}
+	bool ended = err == 0; /* the places are valid */
 	for (int i = 0; i < 2; i++) {
 		if (err >= 0)
 			err = wsp_model_finish(models[i]);
@@ -236,6 +288,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t done, total;
 	wsprof_trace_position(t, &done, &total);
 	sum += touch_string(wsprof_strerror(st.error));
+	if (ended)
+		sum += resume_somewhere(t, size);
 	wsprof_trace_close(t);
 	/* An error may only be running out of memory (the reader's contract:
 	 * damage ends the stream early, it is never an error of next()). */
