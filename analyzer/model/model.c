@@ -416,7 +416,7 @@ static size_t serial_hash(const void *slot, void *ctx)
 }
 
 /* The allocation count of a thread; created at 0. NULL without memory. */
-static uint64_t *serial_of(struct wsp_model *m, uint32_t tid)
+uint64_t *model_serial_of(struct wsp_model *m, uint32_t tid)
 {
 	if (wsp_table_room(&m->serials, &m->serials_cap, m->serials_used, sizeof *m->serials, 64, serial_used,
 			   serial_hash, NULL))
@@ -493,7 +493,7 @@ void model_count_free(struct wsp_model *m, const struct wsp_block *b)
 	depart(m, b);
 	if (!m->per_stack)
 		return;
-	uint64_t *serial = serial_of(m, b->tid);
+	uint64_t *serial = model_serial_of(m, b->tid);
 	if (serial && *serial == b->serial && !model_estimated(m, b->kind))
 		m->sites[b->site].temporary++;
 }
@@ -586,6 +586,11 @@ static int heap_insert_at(struct wsp_model *m, const struct wsp_block *b, size_t
 static int heap_insert(struct wsp_model *m, const struct wsp_block *b)
 {
 	return heap_insert_at(m, b, SIZE_MAX);
+}
+
+int model_heap_add(struct wsp_model *m, const struct wsp_block *b)
+{
+	return heap_insert(m, b);
 }
 
 /* Remove a found block, shifting later members of its probe run back. */
@@ -944,7 +949,7 @@ static int apply_alloc(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 	if (s) /* the old block of a realloc/mremap */
 		move_done(m, s);
 	if (m->per_stack || m->sample_bytes) { /* what allocation numbers are for */
-		uint64_t *serial = serial_of(m, ev->tid);
+		uint64_t *serial = model_serial_of(m, ev->tid);
 		if (!serial)
 			return -ENOMEM;
 		b.serial = ++*serial;

@@ -186,5 +186,9 @@ void model_count_free(struct wsp_model *m, const struct wsp_block *b);
 void model_heap_remove(struct wsp_model *m, struct wsp_block *b);
 void model_lose(struct wsp_model *m, const struct wsp_block *b);
 void model_note_in_use(struct wsp_kind_stats *k, uint64_t time);
+/* A block into the heap table (checkpoint.c restores them so). */
+int model_heap_add(struct wsp_model *m, const struct wsp_block *b);
+/* The allocation count of a thread; created at 0. NULL without memory. */
+uint64_t *model_serial_of(struct wsp_model *m, uint32_t tid);
 
 #endif

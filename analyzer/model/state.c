@@ -9,6 +9,8 @@
  */
 #include "state.h"
 
+#include "timeindex.h"
+
 #include "grow.h"
 
 #include <errno.h>
@@ -49,6 +51,36 @@ int wsp_state_block_cmp(const void *a, const void *b)
 		return x->kind < y->kind ? -1 : 1;
 	uint64_t p = wsp_block_addr(x), q = wsp_block_addr(y);
 	return p < q ? -1 : p > q;
+}
+
+/* When a block was last used: its last annotation, else its allocation. */
+uint64_t wsp_state_last_use(const struct wsp_state_block *r)
+{
+	return r->ann ? r->ann->last_use_ns : r->b->time_ns;
+}
+
+static int least_recently_used(const void *a, const void *b)
+{
+	uint64_t x = wsp_state_last_use(a), y = wsp_state_last_use(b);
+	if (x != y)
+		return x < y ? -1 : 1;
+	return wsp_state_block_cmp(a, b);
+}
+
+size_t wsp_state_collectable(const struct wsp_state *st, struct wsp_state_block **out)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < st->n; i++)
+		n += st->v[i].ann && st->v[i].ann->collectable;
+	*out = n ? malloc(n * sizeof **out) : NULL;
+	if (!*out)
+		return 0;
+	n = 0;
+	for (size_t i = 0; i < st->n; i++)
+		if (st->v[i].ann && st->v[i].ann->collectable)
+			(*out)[n++] = st->v[i];
+	qsort(*out, n, sizeof **out, least_recently_used);
+	return n;
 }
 
 /* ---- the moment ---------------------------------------------------------- */
@@ -198,20 +230,36 @@ struct wsp_follower wsp_state_follower(struct wsp_state *st)
 
 int wsp_state_open(const char *path, const char *at, int kind, struct wsp_state *st)
 {
-	struct wsp_loaded whole;
-	if (wsp_load(path, NULL, true, &whole))
+	/* The moment is found in the whole trace's figures and reached from
+	 * the checkpoint nearest before it (timeindex.h), not from the start. */
+	struct wsp_tindex *ix;
+	if (wsp_tindex_open(path, &ix))
 		return 1;
-	int rc = wsp_state_plan(&whole, at, kind, st);
-	st->whole = whole; /* st->l borrows its trace and symbols */
+	const struct wsp_loaded *whole = wsp_tindex_whole(ix);
+	*st = (struct wsp_state){ .kind = kind, .moment_kind = -1 };
+	struct stop stop;
+	int rc = find_moment(whole, at, st, &stop);
 	if (rc) {
-		wsp_state_free(st);
+		wsp_tindex_close(ix);
 		return rc;
 	}
-	struct wsp_follower f = wsp_state_follower(st);
-	if (wsp_follow(path, &f, 1)) {
+	st->ix = ix;
+	st->stop_seq = stop.seq;
+	st->stop_time_ns = stop.time_ns;
+	st->end_ns = wsp_model_last_time(whole->model);
+	if (wsp_tindex_replay(ix, stop.seq, stop.time_ns, true, &st->l)) {
 		wsp_state_free(st);
 		return 1;
 	}
+	struct collector c = { .st = st };
+	wsp_model_each_live(st->l.model, collect, &c);
+	if (c.err) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		wsp_state_free(st);
+		return 1;
+	}
+	if (st->n)
+		qsort(st->v, st->n, sizeof *st->v, wsp_state_block_cmp);
 	return 0;
 }
 
@@ -223,6 +271,8 @@ void wsp_state_free(struct wsp_state *st)
 	wsp_loaded_free(&st->l);
 	if (st->whole.trace)
 		wsp_loaded_free(&st->whole);
+	wsp_tindex_close(st->ix);
+	st->ix = NULL;
 }
 
 const char *wsp_state_failed_call(const struct wsp_state_failure *f)

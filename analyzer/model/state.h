@@ -29,6 +29,7 @@ struct wsp_state_failure {
 struct wsp_state {
 	struct wsp_loaded l;          /* the trace replayed up to the moment (the trace and symbols borrowed) */
 	struct wsp_loaded whole;      /* the whole trace, when the state loaded it itself */
+	struct wsp_tindex *ix;        /* the trace's index, when the state opened it (wsp_state_open) */
 	uint64_t stop_seq, stop_time_ns; /* the replay stops after stop_seq, or before an event after stop_time_ns */
 	char what[256];               /* "the heap peak (0.020 s)", "snapshot \"warm\" (1.000 s)" */
 	uint64_t time_ns;             /* when the moment is */
@@ -54,6 +55,13 @@ void wsp_state_free(struct wsp_state *st);
 
 /* qsort's order of state blocks: by kind, then address. */
 int wsp_state_block_cmp(const void *a, const void *b);
+
+/* When a block was last used: its last annotation, else its allocation. */
+uint64_t wsp_state_last_use(const struct wsp_state_block *r);
+/* The collectable blocks, least recently used first (what evicting them
+ * frees, in order), malloc'd into *out. @return how many (0: *out NULL;
+ * out of memory reads as none). */
+size_t wsp_state_collectable(const struct wsp_state *st, struct wsp_state_block **out);
 
 /* The call that failed ("cuMemAlloc"), or "an allocation". */
 const char *wsp_state_failed_call(const struct wsp_state_failure *f);

@@ -22,19 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t last_use(const struct wsp_state_block *r)
-{
-	return r->ann ? r->ann->last_use_ns : r->b->time_ns;
-}
-
-static int least_recently_used(const void *a, const void *b)
-{
-	uint64_t x = last_use(a), y = last_use(b);
-	if (x != y)
-		return x < y ? -1 : 1;
-	return wsp_state_block_cmp(a, b);
-}
-
 static const char *validity_word(const struct wsp_ann_state *a)
 {
 	if (!a || a->validity == WSP_VALIDITY_UNKNOWN)
@@ -152,21 +139,16 @@ static void print_text(struct wsp_state *st, const struct wsp_memory *mem, size_
 		snprintf(refs, sizeof refs, "%lld", row->ann ? (long long)row->ann->refs : 0LL);
 		printf("  %-12s 0x%016llx %11s %5s %-8s %8.3f s  %-24s %s\n", wsprof_kind_name(row->b->kind),
 		       (unsigned long long)wsp_block_addr(row->b), wsp_human_bytes(size, sizeof size, row->b->size),
-		       row->ann && row->ann->annotated ? refs : "-", validity_word(row->ann), (double)last_use(row) / 1e9,
+		       row->ann && row->ann->annotated ? refs : "-", validity_word(row->ann), (double)wsp_state_last_use(row) / 1e9,
 		       row->ann && row->ann->name ? row->ann->name : "-", site_of(st, row->b, site, sizeof site));
 	}
-	struct wsp_state_block *lru = malloc(st->n * sizeof *lru);
-	if (!lru) {
-		fprintf(stderr, "wsprof: out of memory\n");
-		return;
-	}
-	memcpy(lru, st->v, st->n * sizeof *lru);
-	qsort(lru, st->n, sizeof *lru, least_recently_used);
+	struct wsp_state_block *lru;
+	size_t nlru = wsp_state_collectable(st, &lru);
 	bool any = false;
 	uint64_t total = 0;
-	for (size_t i = 0; i < st->n; i++) {
+	for (size_t i = 0; i < nlru; i++) {
 		const struct wsp_state_block *row = &lru[i];
-		if (!shown(st, row) || !row->ann || !row->ann->collectable)
+		if (!shown(st, row))
 			continue;
 		if (!any)
 			printf("\n  collectable, least recently used first (evicting down to a row frees the running total):\n"
@@ -176,7 +158,7 @@ static void print_text(struct wsp_state *st, const struct wsp_memory *mem, size_
 		char size[32], sum[32];
 		printf("  %-12s 0x%016llx %11s %8.3f s %13s  %s\n", wsprof_kind_name(row->b->kind),
 		       (unsigned long long)wsp_block_addr(row->b), wsp_human_bytes(size, sizeof size, row->b->size),
-		       (double)last_use(row) / 1e9, wsp_human_bytes(sum, sizeof sum, total),
+		       (double)wsp_state_last_use(row) / 1e9, wsp_human_bytes(sum, sizeof sum, total),
 		       row->ann->name ? row->ann->name : "-");
 	}
 	free(lru);
@@ -199,7 +181,7 @@ static void json_block(struct wsp_json *j, struct wsp_state *st, const struct ws
 	wsp_json_bool(j, "annotated", row->ann && row->ann->annotated);
 	wsp_json_bool(j, "collectable", row->ann && row->ann->collectable);
 	wsp_json_seconds(j, "allocated_s", row->b->time_ns);
-	wsp_json_seconds(j, "last_use_s", last_use(row));
+	wsp_json_seconds(j, "last_use_s", wsp_state_last_use(row));
 	wsp_json_string(j, "site", site_of(st, row->b, site, sizeof site));
 	if (running)
 		wsp_json_uint(j, "running_total_bytes", running);
@@ -292,17 +274,14 @@ static void print_json(struct wsp_state *st, const struct wsp_memory *mem, size_
 		if (shown(st, &st->v[i]))
 			json_block(&j, st, &st->v[i], 0);
 	wsp_json_end_array(&j);
-	struct wsp_state_block *lru = st->n ? malloc(st->n * sizeof *lru) : NULL;
+	struct wsp_state_block *lru;
+	size_t nlru = wsp_state_collectable(st, &lru);
 	wsp_json_begin_array(&j, "collectable");
-	if (lru) {
-		memcpy(lru, st->v, st->n * sizeof *lru);
-		qsort(lru, st->n, sizeof *lru, least_recently_used);
-		uint64_t total = 0;
-		for (size_t i = 0; i < st->n; i++)
-			if (shown(st, &lru[i]) && lru[i].ann && lru[i].ann->collectable)
-				json_block(&j, st, &lru[i], total += lru[i].b->size);
-		free(lru);
-	}
+	uint64_t total = 0;
+	for (size_t i = 0; i < nlru; i++)
+		if (shown(st, &lru[i]))
+			json_block(&j, st, &lru[i], total += lru[i].b->size);
+	free(lru);
 	wsp_json_end_array(&j);
 	wsp_json_end_object(&j);
 }
