@@ -568,6 +568,9 @@ struct wsp_model *wsp_model_restore(const struct wsp_model_options *opt, const u
 	}
 	struct wsp_cursor c = { p, p + n, false };
 	int e = restore(m, &c);
+	/* Books that parse but do not add up are damaged too. */
+	if (!e && wsp_model_check(m))
+		e = -EINVAL;
 	if (e) {
 		wsp_model_free(m);
 		*err = e;
