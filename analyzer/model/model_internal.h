@@ -139,7 +139,8 @@ struct wsp_model {
 
 	bool per_stack;
 	bool totals_only;
-	bool unmatched_access;       /* wsp_model_options.unmatched_access */
+	bool unmatched_access;       /* wsp_model_options.unmatched_access (or no_access_figures) */
+	bool keep_departed;          /* freed blocks kept for the windows that may have seen them */
 	struct site *sites;
 	size_t nsites, sites_cap;
 	uint32_t *site_index;        /* hash of (kind, stack) -> sites index + 1 */
