@@ -198,8 +198,10 @@ struct wsp_follower wsp_state_follower(struct wsp_state *st)
 
 int wsp_state_open(const char *path, const char *at, int kind, struct wsp_state *st)
 {
+	/* The whole trace only says where the moment is (peaks, failures,
+	 * snapshots, the end): its totals, no series nor access matching. */
 	struct wsp_loaded whole;
-	if (wsp_load(path, NULL, true, &whole))
+	if (wsp_load(path, &(struct wsp_model_options){ .totals_only = true }, true, &whole))
 		return 1;
 	int rc = wsp_state_plan(&whole, at, kind, st);
 	st->whole = whole; /* st->l borrows its trace and symbols */
