@@ -38,16 +38,20 @@
 
 struct wsp_model *wsp_model_new(const struct wsp_model_options *opt)
 {
+	static const struct wsp_model_options everything = { 0 };
 	struct wsp_model *m = calloc(1, sizeof *m);
-	if (m && opt) {
-		m->callers = opt->callers;
-		m->per_stack = opt->per_stack;
-		m->wss_bucket_ns = opt->wss_bucket_ns;
-		m->totals_only = opt->totals_only;
-		m->unmatched_access = opt->unmatched_access;
-		m->sample_bytes = opt->sample_bytes;
-		m->child = opt->child;
-	}
+	if (!m)
+		return NULL;
+	if (!opt)
+		opt = &everything;
+	m->callers = opt->callers;
+	m->per_stack = opt->per_stack;
+	m->wss_bucket_ns = opt->wss_bucket_ns;
+	m->totals_only = opt->totals_only;
+	m->unmatched_access = opt->unmatched_access || opt->no_access_figures;
+	m->keep_departed = !opt->totals_only && !opt->no_access_figures;
+	m->sample_bytes = opt->sample_bytes;
+	m->child = opt->child;
 	return m;
 }
 
@@ -471,7 +475,7 @@ static bool has_memory(const struct wsp_block *b)
  * times). Its access figures reach its site when it is let go. */
 static void depart(struct wsp_model *m, const struct wsp_block *b)
 {
-	if (m->totals_only || !has_memory(b) ||
+	if (!m->keep_departed || !has_memory(b) ||
 	    (!m->departed && !(m->departed = wsp_departed_new(settle_departed, m)))) {
 		settle_access(m, b, m->last_time);
 		return;

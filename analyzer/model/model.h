@@ -160,6 +160,12 @@ struct wsp_model_options {
 	 * other figure is kept, freed blocks included (wsp_model_each_departed):
 	 * for views that split the accesses themselves (the heatmaps). */
 	bool unmatched_access;
+	/* For views that show no access figure (callsites by peak, leaks):
+	 * access samples are not matched to blocks, as with unmatched_access,
+	 * and freed blocks are not kept for them either; every other figure is
+	 * kept. Matching a compile's written pages to its blocks takes ten
+	 * times as long as the rest of its load (BENCHMARKS.md). */
+	bool no_access_figures;
 	/* The trace's wsprof_process.sample_bytes: 0 when every heap block
 	 * was recorded, else the mean bytes between sampled ones. */
 	uint64_t sample_bytes;

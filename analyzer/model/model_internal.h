@@ -37,6 +37,7 @@ struct treap {
 	uint32_t root;
 	uint32_t *place;             /* beside each node: its block's place in blocks */
 	size_t place_cap;
+	size_t laid_out, inserted;   /* nodes when last laid out in key order, inserts since */
 };
 
 /* Address ranges of one kind, sorted by addr, non-overlapping. */
@@ -139,7 +140,8 @@ struct wsp_model {
 
 	bool per_stack;
 	bool totals_only;
-	bool unmatched_access;       /* wsp_model_options.unmatched_access */
+	bool unmatched_access;       /* wsp_model_options.unmatched_access (or no_access_figures) */
+	bool keep_departed;          /* freed blocks kept for the windows that may have seen them */
 	struct site *sites;
 	size_t nsites, sites_cap;
 	uint32_t *site_index;        /* hash of (kind, stack) -> sites index + 1 */
@@ -177,6 +179,7 @@ uint64_t model_weigh(const struct wsp_model *m, const struct wsp_block *b, uint6
 
 int model_apply_annotation(struct wsp_model *m, const wsprof_event *ev);
 int model_treap_insert(struct treap *t, uint64_t key, uint32_t place);
+int model_treap_lay_out(struct treap *t);
 struct ann *model_ann_find(const struct wsp_model *m, uint64_t key);
 struct treap *model_treap_of(struct wsp_model *m, uint64_t key);
 struct wsp_block *model_heap_at(const struct wsp_model *m, size_t i);

@@ -282,13 +282,22 @@ int wsp_callsites_rows(struct wsp_loaded *l, unsigned kind, const char *sort, st
 	return 0;
 }
 
-/* Load with per-stack figures and gather the rows of one kind. */
-static int gather(const struct options *o, bool by_stack, struct wsp_loaded *l, struct rows *r)
+/* Does a view sorted by this key show access figures? */
+static bool sort_shows_access(enum sort_key k)
 {
-	struct wsp_model_options mo = { .per_stack = true };
+	return k == BY_ACCESSED || k == BY_COLD;
+}
+
+/* Load with per-stack figures and gather the rows of one kind. Access
+ * samples are matched to blocks only where what is printed shows them:
+ * callsites sorted by them, or as JSON (every figure); never for leaks. */
+static int gather(const struct options *o, bool callsites, struct wsp_loaded *l, struct rows *r)
+{
+	bool access = callsites && (o->json || sort_shows_access(o->sort));
+	struct wsp_model_options mo = { .per_stack = true, .no_access_figures = !access };
 	if (wsp_load(o->trace, &mo, true, l))
 		return 1;
-	if (gather_loaded(l, o->kind, by_stack, o->sort, r)) {
+	if (gather_loaded(l, o->kind, callsites ? o->full : true, o->sort, r)) {
 		fprintf(stderr, "wsprof: out of memory\n");
 		wsp_loaded_free(l);
 		return 1;
@@ -339,7 +348,7 @@ static void callsites_text(const struct options *o, struct wsp_loaded *l, const 
 	printf("  %s: %zu %s%s, sorted by %s%s\n\n", wsprof_kind_name(o->kind), r->n,
 	       o->full ? "call stack" : "allocation site", r->n == 1 ? "" : "s", sort_names[o->sort],
 	       shown < r->n ? ", the top ones" : "");
-	bool access = o->sort == BY_ACCESSED || o->sort == BY_COLD;
+	bool access = sort_shows_access(o->sort);
 	const char *est = wsp_est(l, o->kind);
 	if (access)
 		printf("  %11s %11s %11s %13s  %s\n", "bytes", "accessed", "cold for", "allocations", o->full ? "call stack" : "site");
@@ -454,7 +463,7 @@ static int rows_command(int argc, char **argv, bool callsites)
 		wsp_cli_free(&o.cli);
 		return rc;
 	}
-	rc = gather(&o, callsites ? o.full : true, &l, &r) ? 1 : -1;
+	rc = gather(&o, callsites, &l, &r) ? 1 : -1;
 	if (rc >= 0) {
 		wsp_cli_free(&o.cli);
 		return rc;

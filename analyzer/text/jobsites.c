@@ -319,7 +319,9 @@ int wsp_job_sites(char *const *paths, size_t n, const struct wsp_job_report *o)
 		if (!strcmp(o->sort, sorts[i].name))
 			figure = sorts[i].figure;
 	struct gather g = { .kind = o->kind, .sort = o->sort, .by_stack = o->by_stack, .lock = PTHREAD_MUTEX_INITIALIZER };
-	struct wsp_model_options mo = { .per_stack = true };
+	/* A job's rows show no access figure: they are matched only for a sort by them. */
+	bool access = !o->leaks && (figure == WSP_FIG_ACCESSED || figure == WSP_FIG_COLD);
+	struct wsp_model_options mo = { .per_stack = true, .no_access_figures = !access };
 	struct wsp_job job;
 	if (wsp_job_load(paths, n, &mo, true, visit, &g, &job)) {
 		free_rows(&g.all);

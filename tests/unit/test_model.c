@@ -569,6 +569,71 @@ Test(access, blocks_remember_when_they_were_last_accessed)
 	cr_expect_eq(got.maps, 700);
 }
 
+/* Each live block's access figures, by its address (0x1000 + 0x100 i). */
+struct seen {
+	uint64_t last[30000], bytes[30000];
+};
+
+static void note_seen(const struct wsp_block *b, void *arg)
+{
+	struct seen *s = arg;
+	size_t i = (b->addr - 0x1000) / 0x100;
+	s->last[i] = b->last_access_ns;
+	s->bytes[i] = b->accessed_bytes;
+}
+
+/* Enough blocks, allocated out of address order, for the order by address
+ * to be laid out again between two windows: each window still reaches
+ * every block its pages hold, and only those. */
+Test(access, windows_reach_every_block_they_hold_among_many)
+{
+	enum { FIRST = 20000, ALL = 30000 };
+	for (size_t k = 0; k < FIRST; k++) /* a stride prime to FIRST: every place once, out of order */
+		ev(WSPROF_EV_ALLOC, 0, 1, 0x1000 + (k * 7919 % FIRST) * 0x100, 0x40);
+	const wsprof_region a[] = { { 0x1000 + 5000 * 0x100, 10000 * 0x100 } };
+	access(1000000, 100, a, 1);
+	for (size_t i = 0; i < FIRST; i += 2) /* half of them go */
+		ev(WSPROF_EV_FREE, 0, 1, 0x1000 + i * 0x100, 0);
+	for (size_t k = 0; k < ALL - FIRST; k++)
+		ev(WSPROF_EV_ALLOC, 0, 1, 0x1000 + (FIRST + k * 7 % (ALL - FIRST)) * 0x100, 0x40);
+	const wsprof_region b[] = { { 0x1000 + 12000 * 0x100 + 0x20, 0x100 * 15000 } }; /* from inside a block */
+	access(2000000, 100, b, 1);
+	static struct seen got;
+	memset(&got, 0xff, sizeof got);
+	wsp_model_each_live(m, note_seen, &got);
+	for (size_t i = 0; i < ALL; i++) {
+		if (i < FIRST && i % 2 == 0)
+			continue;
+		bool in_b = i >= 12000 && i <= 27000, in_a = i >= 5000 && i < 15000 && i < FIRST;
+		bool edge = i == 12000 || i == 27000; /* b holds their second half, their first */
+		uint64_t last = in_b ? 2000000 : in_a ? 1000000 : 0;
+		uint64_t bytes = in_a ? 0x40 : in_b ? (edge ? 0x20 : 0x40) : 0;
+		cr_assert_eq(got.last[i], last, "block %zu: last accessed at %llu", i, (unsigned long long)got.last[i]);
+		cr_assert_eq(got.bytes[i], bytes, "block %zu: %llu bytes accessed", i, (unsigned long long)got.bytes[i]);
+	}
+}
+
+Test(access, a_model_with_no_access_figures_matches_nothing_and_keeps_the_rest)
+{
+	wsp_model_free(m);
+	m = wsp_model_new(&(struct wsp_model_options){ .per_stack = true, .no_access_figures = true });
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x10000, 0x4000);
+	ev(WSPROF_EV_ALLOC, 0, 1, 0x20000, 0x100);
+	const wsprof_region a[] = { { 0x10000, 0x20000 } };
+	access(500, 100, a, 1);
+	ev(WSPROF_EV_FREE, 0, 1, 0x20000, 0);
+	cr_assert_eq(wsp_model_finish(m), 0);
+	struct last_access got = { 1, 1 };
+	wsp_model_each_live(m, note_last, &got);
+	cr_expect_eq(got.heap, 0, "not matched");
+	cr_expect_eq(heap()->peak_bytes, 0x4100);
+	cr_expect_eq(heap()->live_bytes, 0x4000);
+	const struct wsp_wss_point *p;
+	cr_assert_eq(wsp_wss_points(wsp_model_wss(m), &p), 1);
+	cr_expect_eq(p[0].bytes[WSPROF_ACCESS_WRITES], 0x20000, "the working set is counted");
+	cr_expect_eq(p[0].unattributed_bytes, 0x20000, "and not split by kind");
+}
+
 Test(access, a_touch_annotation_is_an_access)
 {
 	ev(WSPROF_EV_ALLOC, 2, 1, 0x7f0000000000ull, 0x100000); /* device memory wsprof cannot watch */
