@@ -25,6 +25,10 @@
  * change as its events are handed out, exactly as when it reads for
  * itself.
  *
+ * A reader may also start at a chunk in the middle (resume.h): the
+ * decoding side notes where each chunk lies and the seqs it holds, and a
+ * release drops the events below the seq a reader was opened for.
+ *
  * A damaged file never crashes the reader: every length is checked before
  * it is used, and reading stops at the first chunk that fails, keeping what
  * came before (the status says why).
