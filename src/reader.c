@@ -118,6 +118,7 @@ struct progress {
 	struct footer footer;
 	int error;
 	bool eof, exec_seen;
+	bool python;            /* the PYTHON record is read: the caller may read it */
 };
 
 /* Events handed over together, in order. Mark k comes before
@@ -251,7 +252,8 @@ struct wsprof_trace {
 	size_t nmods, modcap;
 
 	/* Python (2.3): written by the decoding side (pycode.h says why the
-	 * caller may read the codes meanwhile). */
+	 * caller may read the codes meanwhile; the PYTHON record once a mark
+	 * says it was read). */
 	struct wsp_pycodes pycodes;
 	wsprof_python python;
 };
@@ -583,9 +585,11 @@ const wsprof_process *wsprof_trace_process(const wsprof_trace *t)
 	return &t->proc;
 }
 
+/* Once a mark says it was read: the decoding side wrote it before. */
 const wsprof_python *wsprof_trace_python(const wsprof_trace *t)
 {
-	return &t->python;
+	static const wsprof_python none;
+	return t->seen.python ? &t->python : &none;
 }
 
 const wsprof_pycode *wsprof_trace_pycode(const wsprof_trace *t, uint64_t code)
@@ -1141,6 +1145,7 @@ static int read_python(wsprof_trace *t, struct segment *seg, struct wsp_cursor *
 		return r->bad ? WSPROF_E_CORRUPT : 0;
 	}
 	t->python = (wsprof_python){ 1, (uint32_t)version, frames != 0, (unsigned)objects, path, note };
+	t->w.python = true;
 	return 0;
 }
 
@@ -2049,6 +2054,7 @@ int wsp_trace_seed_python(wsprof_trace *t, const wsprof_python *py)
 	t->python.seen = 1;
 	t->python.path = path;
 	t->python.note = note;
+	t->w.python = t->seen.python = true;
 	return 0;
 }
 

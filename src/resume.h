@@ -89,7 +89,8 @@ int wsp_trace_seed_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t
 int wsp_trace_seed_pycode(wsprof_trace *t, uint64_t id, unsigned firstlineno, const char *qualname,
 			  const char *filename, const uint8_t *linetable, size_t linetable_len);
 
-/* The PYTHON record (py->seen set; strings copied); the trace's own,
+/* The PYTHON record, as wsprof_trace_python gave it at the checkpoint
+ * (seen or not: seed it only when seen; strings copied); the trace's own,
  * when read later, is then ignored as a second one. @return 0, -EBUSY, -ENOMEM. */
 int wsp_trace_seed_python(wsprof_trace *t, const wsprof_python *py);
 

@@ -526,6 +526,23 @@ static size_t check_resume(const char *path, const struct pass *p, size_t k)
 		     wsprof_strerror(p->st.error));
 	cr_assert_eq(st.complete, p->st.complete, "from checkpoint %zu", k);
 	cr_assert_eq(st.chunks, p->st.chunks);
+	/* The tables at the end: the pass's. */
+	struct seeds end;
+	seeds_save(t, &end);
+	const struct seeds *want = &p->seeds[p->n];
+	cr_assert_eq(end.py.seen, want->py.seen, "from checkpoint %zu: the PYTHON record", k);
+	if (want->py.seen)
+		cr_assert(end.py.version == want->py.version && !strcmp(end.py.path, want->py.path));
+	cr_assert_eq(end.nmods, want->nmods, "from checkpoint %zu: %zu modules at the end, the pass %zu", k, end.nmods,
+		     want->nmods);
+	for (size_t i = 0; i < end.nmods; i++)
+		cr_assert(end.mods[i].base == want->mods[i].base && !strcmp(end.mods[i].path, want->mods[i].path) &&
+				  end.mods[i].idlen == want->mods[i].idlen &&
+				  !memcmp(end.mods[i].id, want->mods[i].id, end.mods[i].idlen) &&
+				  end.mods[i].nsegs == want->mods[i].nsegs &&
+				  !memcmp(end.mods[i].segs, want->mods[i].segs, end.mods[i].nsegs * sizeof *end.mods[i].segs),
+			  "from checkpoint %zu: module %zu at the end", k, i);
+	seeds_free(&end);
 	uint64_t done, size;
 	wsprof_trace_position(t, &done, &size);
 	cr_assert_eq(done, p->done, "the position counts from the file's start: %llu, the pass's %llu",
