@@ -1988,7 +1988,7 @@ int wsp_trace_open_at(const char *path, const struct wsp_resume *r, wsprof_trace
 		return err;
 	if (!t->regular)
 		err = -ESPIPE;
-	else if (r->offset < t->bytes_read || r->offset > t->file_size || r->offset > (uint64_t)INT64_MAX)
+	else if (r->offset < t->bytes_read || r->offset > t->file_size)
 		err = -EINVAL;
 	else if (fseeko(t->f, (off_t)r->offset, SEEK_SET) != 0)
 		err = -errno;
@@ -2017,8 +2017,7 @@ int wsp_trace_seed_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t
 	if (err)
 		return err == WSPROF_E_CORRUPT ? -EINVAL : err;
 	struct batch *b = &t->batches[0];
-	err = stack_set(t, &b->defs[--b->ndefs]);
-	return err;
+	return stack_set(t, &b->defs[--b->ndefs]);
 }
 
 static char *dup_string(const char *s)
