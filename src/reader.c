@@ -25,6 +25,10 @@
  * change as its events are handed out, exactly as when it reads for
  * itself.
  *
+ * A reader may also start at a chunk in the middle (resume.h): the
+ * decoding side notes where each chunk lies and the seqs it holds, and a
+ * release drops the events below the seq a reader was opened for.
+ *
  * A damaged file never crashes the reader: every length is checked before
  * it is used, and reading stops at the first chunk that fails, keeping what
  * came before (the status says why).
@@ -114,6 +118,7 @@ struct progress {
 	struct footer footer;
 	int error;
 	bool eof, exec_seen;
+	bool python;            /* the PYTHON record is read: the caller may read it */
 };
 
 /* Events handed over together, in order. Mark k comes before
@@ -247,7 +252,8 @@ struct wsprof_trace {
 	size_t nmods, modcap;
 
 	/* Python (2.3): written by the decoding side (pycode.h says why the
-	 * caller may read the codes meanwhile). */
+	 * caller may read the codes meanwhile; the PYTHON record once a mark
+	 * says it was read). */
 	struct wsp_pycodes pycodes;
 	wsprof_python python;
 };
@@ -579,9 +585,11 @@ const wsprof_process *wsprof_trace_process(const wsprof_trace *t)
 	return &t->proc;
 }
 
+/* Once a mark says it was read: the decoding side wrote it before. */
 const wsprof_python *wsprof_trace_python(const wsprof_trace *t)
 {
-	return &t->python;
+	static const wsprof_python none;
+	return t->seen.python ? &t->python : &none;
 }
 
 const wsprof_pycode *wsprof_trace_pycode(const wsprof_trace *t, uint64_t code)
@@ -1137,6 +1145,7 @@ static int read_python(wsprof_trace *t, struct segment *seg, struct wsp_cursor *
 		return r->bad ? WSPROF_E_CORRUPT : 0;
 	}
 	t->python = (wsprof_python){ 1, (uint32_t)version, frames != 0, (unsigned)objects, path, note };
+	t->w.python = true;
 	return 0;
 }
 
@@ -1979,7 +1988,7 @@ int wsp_trace_open_at(const char *path, const struct wsp_resume *r, wsprof_trace
 		return err;
 	if (!t->regular)
 		err = -ESPIPE;
-	else if (r->offset < t->bytes_read || r->offset > t->file_size || r->offset > (uint64_t)INT64_MAX)
+	else if (r->offset < t->bytes_read || r->offset > t->file_size)
 		err = -EINVAL;
 	else if (fseeko(t->f, (off_t)r->offset, SEEK_SET) != 0)
 		err = -errno;
@@ -2008,8 +2017,7 @@ int wsp_trace_seed_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t
 	if (err)
 		return err == WSPROF_E_CORRUPT ? -EINVAL : err;
 	struct batch *b = &t->batches[0];
-	err = stack_set(t, &b->defs[--b->ndefs]);
-	return err;
+	return stack_set(t, &b->defs[--b->ndefs]);
 }
 
 static char *dup_string(const char *s)
@@ -2045,6 +2053,7 @@ int wsp_trace_seed_python(wsprof_trace *t, const wsprof_python *py)
 	t->python.seen = 1;
 	t->python.path = path;
 	t->python.note = note;
+	t->w.python = t->seen.python = true;
 	return 0;
 }
 

@@ -10,12 +10,18 @@
  * static library), implemented in reader.c, which owns the reader's state.
  *
  * The seeds are complete for a checkpoint taken between two events
- * handed out, the first of seq S: resume it with seq S + 1. The caller's
- * stack table then holds every node defined up to the SYNC that released
- * the event of seq S (nodes join the table at such marks), and the place
+ * handed out, the first of seq S: resume it with seq S + 1 (one before
+ * any event: seq 0). The caller's stack table then holds every node
+ * defined up to the SYNC that released the event of seq S (nodes join
+ * the table at such marks, on the caller's side, before the events that
+ * follow them), and so do the code objects and the PYTHON record read
+ * out (the decoding side reads those into its tables as it goes; the
+ * marks say how far the caller may read). The place
  * wsp_chunk_places_resume_offset gives for S + 1 is that SYNC's chunk or
- * an earlier one, so every node defined after the checkpoint's table is
- * read again. Modules follow the events handed out, exactly.
+ * an earlier one, so whatever was defined after it is read again
+ * (defined again is accepted). Modules follow the events handed out
+ * exactly: MODULE_LOAD and MODULE_UNLOAD change the table as the caller
+ * gets them.
  */
 #ifndef WSP_RESUME_H
 #define WSP_RESUME_H
@@ -89,7 +95,8 @@ int wsp_trace_seed_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t
 int wsp_trace_seed_pycode(wsprof_trace *t, uint64_t id, unsigned firstlineno, const char *qualname,
 			  const char *filename, const uint8_t *linetable, size_t linetable_len);
 
-/* The PYTHON record (py->seen set; strings copied); the trace's own,
+/* The PYTHON record, as wsprof_trace_python gave it at the checkpoint
+ * (seen or not: seed it only when seen; strings copied); the trace's own,
  * when read later, is then ignored as a second one. @return 0, -EBUSY, -ENOMEM. */
 int wsp_trace_seed_python(wsprof_trace *t, const wsprof_python *py);
 

@@ -363,7 +363,8 @@ typedef struct wsprof_python {
 	const char *note;          /* why there are no Python frames ("" when there are) */
 } wsprof_python;
 
-/* As read so far: call it once the events are read. */
+/* As read so far (from the events handed out after the record was read;
+ * seen 0 before): call it once the events are read. */
 WSPROF_API const wsprof_python *wsprof_trace_python(const wsprof_trace *t);
 
 /* The module loaded at addr at this point of the stream.

@@ -45,7 +45,7 @@ struct gen {
 	bool columns, python;
 	uint64_t *queue[THREADS]; /* each thread's seqs, in order */
 	size_t qlen[THREADS], qpos[THREADS];
-	uint64_t nstacks, ncodes, python_seq;
+	uint64_t seqs, nstacks, ncodes, python_seq;
 	bool loaded[MODULES];
 	uint64_t seg_last;        /* the open segment's last stamped seq */
 	uint64_t max_written;     /* the highest seq written */
@@ -200,7 +200,7 @@ static void segment_end(struct gen *g)
  * the lowest seq not yet written), three buffers a chunk. */
 static void gen_trace(struct gen *g, uint64_t n, bool columns, bool python, uint64_t seed)
 {
-	*g = (struct gen){ .rng = seed, .columns = columns, .python = python };
+	*g = (struct gen){ .rng = seed, .columns = columns, .python = python, .seqs = n };
 	tb_init(&g->b);
 	tb_header_version(&g->b, 3, 0, NULL);
 	if (columns) {
@@ -262,6 +262,12 @@ static void gen_trace(struct gen *g, uint64_t n, bool columns, bool python, uint
 		free(g->queue[t]);
 	free(g->cols);
 	ZSTD_freeCCtx(g->cctx);
+}
+
+/* The events a reader hands out: every seq but the PYTHON record's. */
+static size_t gen_events(const struct gen *g)
+{
+	return (size_t)(g->seqs - (g->python_seq != 0));
 }
 
 /* ---- what a reader hands out, and its tables -------------------------- */
@@ -428,12 +434,12 @@ struct pass {
 
 static bool is_checkpoint(size_t k, size_t n, size_t every)
 {
-	return k < 3 || k + 3 > n || k % every == 0; /* n SIZE_MAX: not known yet */
+	return k < 3 || k + 3 > n || k % every == 0;
 }
 
-/* A pass from the start: every event described, the tables saved at the
- * checkpoints, the places. */
-static void read_pass(const char *path, struct pass *p, size_t every)
+/* A pass from the start of a trace of n events: every event described,
+ * the tables saved at the checkpoints, the places. */
+static void read_pass(const char *path, struct pass *p, size_t every, size_t n)
 {
 	wsprof_trace *t;
 	int err = wsprof_trace_open(path, &t);
@@ -449,9 +455,8 @@ static void read_pass(const char *path, struct pass *p, size_t every)
 			p->seeds = realloc(p->seeds, (cap + 1) * sizeof *p->seeds);
 			cr_assert(p->ev && p->seq && p->seeds);
 		}
-		seeds_save(t, &p->seeds[p->n]); /* kept for a checkpoint, and the last three */
-		if (p->n >= 3 && !is_checkpoint(p->n - 3, SIZE_MAX, every))
-			seeds_free(&p->seeds[p->n - 3]);
+		if (is_checkpoint(p->n, n, every))
+			seeds_save(t, &p->seeds[p->n]);
 		int r = wsprof_trace_next(t, &ev);
 		cr_assert_geq(r, 0);
 		if (!r)
@@ -459,6 +464,7 @@ static void read_pass(const char *path, struct pass *p, size_t every)
 		p->ev[p->n] = describe(t, &ev);
 		p->seq[p->n++] = ev.seq;
 	}
+	cr_assert_eq(p->n, n, "%s: %zu events, not %zu", path, p->n, n);
 	wsprof_trace_get_status(t, &p->st);
 	uint64_t size;
 	wsprof_trace_position(t, &p->done, &size);
@@ -520,6 +526,23 @@ static size_t check_resume(const char *path, const struct pass *p, size_t k)
 		     wsprof_strerror(p->st.error));
 	cr_assert_eq(st.complete, p->st.complete, "from checkpoint %zu", k);
 	cr_assert_eq(st.chunks, p->st.chunks);
+	/* The tables at the end: the pass's. */
+	struct seeds end;
+	seeds_save(t, &end);
+	const struct seeds *want = &p->seeds[p->n];
+	cr_assert_eq(end.py.seen, want->py.seen, "from checkpoint %zu: the PYTHON record", k);
+	if (want->py.seen)
+		cr_assert(end.py.version == want->py.version && !strcmp(end.py.path, want->py.path));
+	cr_assert_eq(end.nmods, want->nmods, "from checkpoint %zu: %zu modules at the end, the pass %zu", k, end.nmods,
+		     want->nmods);
+	for (size_t i = 0; i < end.nmods; i++)
+		cr_assert(end.mods[i].base == want->mods[i].base && !strcmp(end.mods[i].path, want->mods[i].path) &&
+				  end.mods[i].idlen == want->mods[i].idlen &&
+				  !memcmp(end.mods[i].id, want->mods[i].id, end.mods[i].idlen) &&
+				  end.mods[i].nsegs == want->mods[i].nsegs &&
+				  !memcmp(end.mods[i].segs, want->mods[i].segs, end.mods[i].nsegs * sizeof *end.mods[i].segs),
+			  "from checkpoint %zu: module %zu at the end", k, i);
+	seeds_free(&end);
 	uint64_t done, size;
 	wsprof_trace_position(t, &done, &size);
 	cr_assert_eq(done, p->done, "the position counts from the file's start: %llu, the pass's %llu",
@@ -528,10 +551,10 @@ static size_t check_resume(const char *path, const struct pass *p, size_t k)
 	return i - k;
 }
 
-static void check_all(const char *path, size_t every)
+static void check_all(const char *path, size_t every, size_t n)
 {
 	struct pass p;
-	read_pass(path, &p, every);
+	read_pass(path, &p, every, n);
 	for (size_t k = 0; k <= p.n; k++) /* not between two events of one seq (a damaged trace's): no seq names it */
 		if (is_checkpoint(k, p.n, every) && !(k && k < p.n && p.seq[k] <= p.seq[k - 1]))
 			check_resume(path, &p, k);
@@ -553,7 +576,7 @@ Test(resume, places_say_where_each_chunk_is_and_its_highest_seq)
 	gen_trace(&g, 2000, false, true, 0x1234567);
 	char *path = save_gen(&g);
 	struct pass p;
-	read_pass(path, &p, 100000);
+	read_pass(path, &p, 100000, gen_events(&g));
 	cr_assert(p.st.complete && !p.st.error, "complete %d: %s", p.st.complete, wsprof_strerror(p.st.error));
 	cr_assert_eq(p.nplaces, g.b.chunks + 1, "%zu places for %u chunks and the end", p.nplaces, g.b.chunks);
 	uint64_t at = 0;
@@ -589,7 +612,7 @@ Test(resume, from_any_checkpoint_the_same_events_in_rows, .timeout = 120)
 	struct gen g;
 	gen_trace(&g, 3000, false, true, 0x9E3779B97F4A7C15ull);
 	char *path = save_gen(&g);
-	check_all(path, 37);
+	check_all(path, 37, gen_events(&g));
 	unlink(path);
 	free(path);
 	free(g.max_seq);
@@ -601,7 +624,23 @@ Test(resume, from_any_checkpoint_the_same_events_in_columns, .timeout = 120)
 	struct gen g;
 	gen_trace(&g, 3000, true, true, 0xC0FFEE123ull);
 	char *path = save_gen(&g);
-	check_all(path, 41);
+	check_all(path, 41, gen_events(&g));
+	unlink(path);
+	free(path);
+	free(g.max_seq);
+	tb_fini(&g.b);
+}
+
+/* Over 1 MiB (the reader's buffers in huge pages), batches full, tens
+ * of thousands of stack nodes to seed. */
+Test(resume, from_some_checkpoints_of_a_large_trace, .timeout = 120)
+{
+	struct gen g;
+	gen_trace(&g, 120000, true, true, 0x31415926ull);
+	cr_assert_gt(g.b.len, 1u << 20);
+	cr_assert_gt(g.nstacks, 10000);
+	char *path = save_gen(&g);
+	check_all(path, 15000, gen_events(&g));
 	unlink(path);
 	free(path);
 	free(g.max_seq);
@@ -613,7 +652,7 @@ Test(resume, from_every_checkpoint_of_a_small_trace, .timeout = 120)
 	struct gen g;
 	gen_trace(&g, 1000, false, true, 0xABCDEF1ull);
 	char *path = save_gen(&g);
-	check_all(path, 1);
+	check_all(path, 1, gen_events(&g));
 	unlink(path);
 	free(path);
 	free(g.max_seq);
@@ -640,7 +679,7 @@ Test(resume, from_every_checkpoint_of_recorded_traces, .timeout = 120)
 		while (wsprof_trace_next(t, &ev) > 0)
 			n++;
 		wsprof_trace_close(t);
-		check_all(path, n * n / 2000000 + 1); /* every checkpoint, or some: 2 M events read in all */
+		check_all(path, n * n / 2000000 + 1, n); /* every checkpoint, or some: 2 M events read in all */
 		files++;
 	}
 	closedir(d);
@@ -653,7 +692,7 @@ Test(resume, past_the_last_event_nothing_and_a_clean_status)
 	gen_trace(&g, 500, true, false, 0x5151ull);
 	char *path = save_gen(&g);
 	struct pass p;
-	read_pass(path, &p, 100000);
+	read_pass(path, &p, 100000, gen_events(&g));
 	cr_assert_eq(check_resume(path, &p, p.n), 0);
 	struct wsp_resume r = { .seq = p.seq[p.n - 1] + 1 };
 	r.offset = wsp_chunk_places_resume_offset(p.places, p.nplaces, r.seq, &r.chunk);
@@ -678,7 +717,7 @@ Test(resume, a_place_that_is_not_one_is_refused)
 	gen_trace(&g, 500, false, false, 0x777ull);
 	char *path = save_gen(&g);
 	struct pass p;
-	read_pass(path, &p, 100000);
+	read_pass(path, &p, 100000, gen_events(&g));
 	cr_assert_geq(p.nplaces, 3);
 	const struct wsp_chunk_place *pl = &p.places[1];
 	struct wsp_resume bad[] = {
@@ -717,7 +756,7 @@ Test(resume, a_pipe_notes_the_same_places)
 	gen_trace(&g, 1500, true, true, 0x4242ull);
 	char *path = save_gen(&g);
 	struct pass p;
-	read_pass(path, &p, 100000);
+	read_pass(path, &p, 100000, gen_events(&g));
 
 	char *fifo = tb_save_temp(&g.b);
 	cr_assert_not_null(fifo);
