@@ -18,6 +18,7 @@
 #include "flame.h"
 #include "heatmap.h"
 #include "statemap.h"
+#include "timeindex.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -184,8 +185,9 @@ static void draw_sites(struct wsp_doc *doc, struct wsp_loaded *l, unsigned kind)
 }
 
 /* The memory states drawn: at the peak and at the first failed
- * allocations, each found in the loaded model and replayed by a follower
- * of the report's second pass. */
+ * allocations, each found in the loaded model (planned before it goes)
+ * and replayed from the trace's index (built as the report's load is
+ * read, unless one is kept). */
 struct states {
 	struct wsp_state v[STATE_PAGES_MAX];
 	int kind[STATE_PAGES_MAX];
@@ -266,8 +268,8 @@ int wsp_cmd_report(int argc, char **argv)
 	if (wsp_doc_format_of(out, &format))
 		return 2;
 	/* Two passes over the trace, whatever the pages: the load (which the
-	 * heatmaps' first pass follows), then one replay for the heatmaps'
-	 * grid and every memory state at once. */
+	 * heatmaps' first pass and the index's builder follow), then one for
+	 * the heatmaps' grid; each memory state is replayed from the index. */
 	struct wsp_heatmap_options heat_opt = { .views = 1u << WSP_HEAT_BY_ADDRESS | 1u << WSP_HEAT_BY_CALLSITE |
 							 1u << WSP_HEAT_BY_NAME,
 						.kind = -1 };
@@ -279,22 +281,19 @@ int wsp_cmd_report(int argc, char **argv)
 	struct wsp_loaded l;
 	struct wsp_model_options mo = { .per_stack = true };
 	struct wsp_follower first = wsp_heat_first(heat);
-	if (wsp_load_following(trace, &mo, true, &first, 1, &l)) {
+	struct wsp_tindex *ix;
+	if (wsp_load_indexed(trace, &mo, true, &first, 1, &l, &ix)) {
 		wsp_heat_free(heat);
 		return 1;
 	}
 	struct states states = { .n = 0 };
-	struct wsp_follower second[1 + STATE_PAGES_MAX];
-	size_t nsecond = 0;
+	struct wsp_follower second = wsp_heat_second(heat, &l);
 	int status = plan_states(&states, &l);
-	second[nsecond++] = wsp_heat_second(heat, &l);
-	for (size_t i = 0; i < states.n; i++)
-		second[nsecond++] = wsp_state_follower(&states.v[i]);
 	struct wsp_doc *doc = status ? NULL : wsp_doc_open(out, true);
 	if (doc) {
 		/* Every page of the load's model first (the sites and the flame
 		 * graph held, to come last as ever), so that the model goes before
-		 * the replay makes the heatmaps' and the states' own. */
+		 * the replay makes the heatmaps' own. */
 		unsigned kind = main_kind(&l);
 		draw_summary(doc, &l);
 		wsp_timeline_draw(doc, &l, -1);
@@ -306,20 +305,25 @@ int wsp_cmd_report(int argc, char **argv)
 		wsp_model_free(l.model);
 		l.model = NULL;
 	}
-	if (!doc || wsp_follow(trace, second, nsecond)) {
+	if (!doc || wsp_follow(trace, &second, 1)) {
 		if (doc)
 			wsp_doc_finish(doc, false);
 		states_free(&states);
 		wsp_heat_free(heat);
+		wsp_tindex_close(ix);
 		wsp_loaded_free(&l);
 		return 1;
 	}
 	wsp_heat_pages(doc, heat);
 	wsp_heat_free(heat); /* its model and grid, before the states' pages draw theirs */
-	status |= draw_states(doc, &states);
+	for (size_t i = 0; i < states.n && !status; i++)
+		status = wsp_state_replay(ix, &states.v[i]);
+	if (!status)
+		status = draw_states(doc, &states);
 	wsp_doc_release(doc);
 	status = wsp_doc_finish(doc, !status);
 	states_free(&states);
+	wsp_tindex_close(ix);
 	wsp_loaded_free(&l);
 	return status;
 }

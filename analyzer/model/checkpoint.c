@@ -72,8 +72,15 @@ static void put_kind_stats(struct wsp_bytes *o, const struct wsp_kind_stats *k)
 		wsp_bytes_varint(o, v[i]);
 }
 
-/* A block, its key as a delta from the one before (blocks go in key order). */
-static void put_block(struct wsp_bytes *o, const struct wsp_block *b, uint64_t *prev)
+/* A block, its key as a delta from the one before (blocks go in key
+ * order); of a model that matches access samples to blocks, without what
+ * they matched (a state model matches none). */
+struct as_state {
+	bool matched; /* the model matches access samples to blocks, which a state model does not */
+	bool serials; /* a state model numbers a thread's allocations (apply_alloc): a sampled trace's */
+};
+
+static void put_block(struct wsp_bytes *o, const struct wsp_block *b, uint64_t *prev, const struct as_state *as)
 {
 	put_zig(o, (int64_t)(b->addr - *prev));
 	*prev = b->addr;
@@ -81,11 +88,11 @@ static void put_block(struct wsp_bytes *o, const struct wsp_block *b, uint64_t *
 	wsp_bytes_varint(o, b->stack);
 	put_zig(o, (int64_t)(b->origin - b->addr));
 	wsp_bytes_varint(o, b->origin_size);
-	wsp_bytes_varint(o, b->serial);
+	wsp_bytes_varint(o, as->serials ? b->serial : 0);
 	wsp_bytes_varint(o, b->tid);
 	wsp_bytes_varint(o, b->time_ns);
-	wsp_bytes_varint(o, b->last_access_ns);
-	wsp_bytes_varint(o, b->accessed_bytes);
+	wsp_bytes_varint(o, as->matched ? 0 : b->last_access_ns);
+	wsp_bytes_varint(o, as->matched ? 0 : b->accessed_bytes);
 	wsp_bytes_varint(o, b->kind);
 	wsp_bytes_varint(o, (uint64_t)(b->device + 1));
 	wsp_bytes_varint(o, (uint64_t)b->excluded | (uint64_t)b->has_ann << 1 | (uint64_t)b->in_reservation << 2);
@@ -97,17 +104,17 @@ static int key_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void put_blocks(struct wsp_bytes *o, const struct wsp_block *v, size_t n)
+static void put_blocks(struct wsp_bytes *o, const struct wsp_block *v, size_t n, const struct as_state *as)
 {
 	wsp_bytes_varint(o, n);
 	uint64_t prev = 0;
 	for (size_t i = 0; i < n; i++)
-		put_block(o, &v[i], &prev);
+		put_block(o, &v[i], &prev, as);
 }
 
-bool wsp_model_is_state(const struct wsp_model *m)
+bool wsp_model_savable(const struct wsp_model *m)
 {
-	return m->totals_only && !m->per_stack && !m->callers;
+	return !m->callers;
 }
 
 size_t wsp_model_live_count(const struct wsp_model *m)
@@ -120,8 +127,9 @@ size_t wsp_model_live_count(const struct wsp_model *m)
 
 int wsp_model_save(const struct wsp_model *m, bool failures, struct wsp_bytes *o)
 {
-	if (!wsp_model_is_state(m))
+	if (!wsp_model_savable(m))
 		return -EINVAL;
+	const struct as_state as = { !m->totals_only && !m->unmatched_access, m->sample_bytes != 0 };
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
 		put_kind_stats(o, &m->kinds[k]);
 	wsp_bytes_varint(o, m->untracked_frees);
@@ -143,12 +151,12 @@ int wsp_model_save(const struct wsp_model *m, bool failures, struct wsp_bytes *o
 	wsp_bytes_varint(o, nheap);
 	uint64_t prev = 0;
 	for (size_t i = 0; i < nheap; i++)
-		put_block(o, heap[i], &prev);
+		put_block(o, heap[i], &prev, &as);
 	free(heap);
 	wsp_bytes_varint(o, m->ordered);
 
 	for (size_t r = 0; r < sizeof m->ranges / sizeof *m->ranges; r++)
-		put_blocks(o, m->ranges[r].v, m->ranges[r].n);
+		put_blocks(o, m->ranges[r].v, m->ranges[r].n, &as);
 
 	/* What the program said, of blocks live now. */
 	wsp_bytes_varint(o, m->ann_used);
@@ -177,11 +185,11 @@ int wsp_model_save(const struct wsp_model *m, bool failures, struct wsp_bytes *o
 		wsp_bytes_varint(o, s->tid);
 		wsp_bytes_varint(o, s->moved);
 		wsp_bytes_varint(o, s->blocks_gone);
-		put_blocks(o, s->blocks, s->n);
+		put_blocks(o, s->blocks, s->n, &as);
 	}
 
-	wsp_bytes_varint(o, m->serials_used);
-	for (size_t i = 0; i < m->serials_cap; i++)
+	wsp_bytes_varint(o, as.serials ? m->serials_used : 0);
+	for (size_t i = 0; as.serials && i < m->serials_cap; i++)
 		if (m->serials[i].tid) {
 			wsp_bytes_varint(o, m->serials[i].tid);
 			wsp_bytes_varint(o, m->serials[i].serial);

@@ -3,7 +3,8 @@
  * a replay can start in the middle of a trace (timeindex.h).
  *
  * A state model is one made with totals_only and without per_stack or
- * callers: the live set, what the program said about each block, the
+ * callers; the books of any model without callers are saved as a state
+ * model's: the live set, what the program said about each block, the
  * per-kind figures, the blocks a realloc holds in flight, the threads'
  * allocation counts (a sampled block's weight is drawn from them), and
  * the lists the heading of a report reads (phases, snapshots, recording
@@ -37,11 +38,14 @@ void wsp_bytes_put(struct wsp_bytes *b, const void *s, size_t n);
 void wsp_bytes_string(struct wsp_bytes *b, const char *s);
 void wsp_bytes_free(struct wsp_bytes *b);
 
-/* Can m be saved (a state model)? */
-bool wsp_model_is_state(const struct wsp_model *m);
-/* Append m's books to out, with its failed allocations when `failures`
- * (a whole trace's: where --at oom looks). @return 0, -EINVAL (not a
- * state model) or -ENOMEM. */
+/* Can m's books be saved: any model but one with a --caller filter,
+ * whose blocks are not all counted. */
+bool wsp_model_savable(const struct wsp_model *m);
+/* Append m's books to out as a state model's (a model that keeps more -
+ * per-stack figures, access matched to blocks - gives what a state model
+ * of the same events holds), with its failed allocations when `failures`
+ * (a whole trace's: where --at oom looks). @return 0, -EINVAL (not
+ * savable) or -ENOMEM. */
 int wsp_model_save(const struct wsp_model *m, bool failures, struct wsp_bytes *out);
 /* A state model with opt (totals_only is implied) and the books of
  * [p, p + n). @return NULL with *err -EINVAL (damaged) or -ENOMEM. */

@@ -194,15 +194,16 @@ static int load(const char *path, const struct wsp_model_options *opt, bool symb
 			break;
 	}
 	wsp_progress_end(&bar);
-	/* The symbols have what they need of the stacks (symbols.h): the
-	 * reader's own table of them, most of its memory, can go. */
+	if (err >= 0)
+		err = wsp_model_finish(out->model);
+	/* Followers end with the reader's stack table still whole (the index
+	 * keeps it); then, the symbols having what they need of the stacks
+	 * (symbols.h), that table, most of the reader's memory, can go. */
+	err = following_end(&fl, out->trace, err);
 	if (out->syms) {
 		wsp_syms_noted_all(out->syms);
 		wsprof_trace_forget_stacks(out->trace);
 	}
-	if (err >= 0)
-		err = wsp_model_finish(out->model);
-	err = following_end(&fl, out->trace, err);
 	if (err < 0) {
 		fprintf(stderr, "wsprof: %s: %s while reading\n", path, wsprof_strerror(err));
 		wsp_loaded_free(out);

@@ -1,10 +1,10 @@
 /*
  * state.c - the memory state at one moment of a trace (state.h): the
- * moment found in a loaded trace (the peak, the end, the first failed
- * allocation, a time, a snapshot label), then the events up to it
- * replayed into a model of its own, by a follower of a pass (the full
- * report replays all its moments and its heatmaps in one), and every
- * block live then collected with what the program said about it.
+ * moment found in the whole trace's figures (the peak, the end, the first
+ * failed allocation, a time, a snapshot label), the model there restored
+ * from the trace's index (timeindex.h: the checkpoint before it, and the
+ * events from there), and every block live then collected with what the
+ * program said about it.
  * Printing it is statetext.c's, drawing it statemap.c's.
  */
 #include "state.h"
@@ -182,50 +182,33 @@ int wsp_state_plan(const struct wsp_loaded *whole, const char *at, int kind, str
 	st->stop_seq = stop.seq;
 	st->stop_time_ns = stop.time_ns;
 	st->end_ns = wsp_model_last_time(whole->model);
-	/* The heading describes the trace, not where the replay stops; names
-	 * come from the whole trace's stacks and symbols. */
-	st->l = (struct wsp_loaded){ .path = whole->path, .trace = whole->trace, .syms = whole->syms,
-				     .status = whole->status, .borrowed = true };
-	/* The live blocks, their names and states are all a state shows: its
-	 * model keeps no series and matches no access to blocks. */
-	st->l.model = wsp_model_new(&(struct wsp_model_options){
-		.sample_bytes = wsprof_trace_process(whole->trace)->sample_bytes, .totals_only = true });
-	if (!st->l.model) {
-		fprintf(stderr, "wsprof: out of memory\n");
-		return 1;
-	}
+	st->names = whole->syms;
 	return 0;
 }
 
-/* The replay: every event up to the moment, into the state's own model. */
-static int state_event(void *arg, wsprof_trace *t, const wsprof_event *ev)
+int wsp_state_replay(struct wsp_tindex *ix, struct wsp_state *st)
 {
-	struct wsp_state *st = arg;
-	if (ev->time_ns > st->stop_time_ns)
+	/* Names from the load's symbols, where it has them: every stack is noted there. */
+	st->syms_borrowed = st->names != NULL;
+	if (st->syms_borrowed ? wsp_tindex_replay_named(ix, st->stop_seq, st->stop_time_ns, st->names, &st->l)
+			      : wsp_tindex_replay(ix, st->stop_seq, st->stop_time_ns, true, &st->l))
 		return 1;
-	int err = wsp_model_apply(st->l.model, t, ev);
-	return err < 0 ? err : ev->seq == st->stop_seq;
-}
-
-static int state_end(void *arg, wsprof_trace *t)
-{
-	(void)t;
-	struct wsp_state *st = arg;
-	int err = wsp_model_finish(st->l.model);
-	if (err < 0)
-		return err;
 	struct collector c = { .st = st };
 	wsp_model_each_live(st->l.model, collect, &c);
-	if (c.err)
-		return c.err;
+	if (c.err) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		return 1;
+	}
 	if (st->n)
 		qsort(st->v, st->n, sizeof *st->v, wsp_state_block_cmp);
 	return 0;
 }
 
-struct wsp_follower wsp_state_follower(struct wsp_state *st)
+int wsp_state_at(struct wsp_tindex *ix, const struct wsp_loaded *whole, const char *at, int kind,
+		 struct wsp_state *st)
 {
-	return (struct wsp_follower){ state_event, state_end, st };
+	int rc = wsp_state_plan(whole, at, kind, st);
+	return rc ? rc : wsp_state_replay(ix, st);
 }
 
 int wsp_state_open(const char *path, const char *at, int kind, struct wsp_state *st)
@@ -235,32 +218,11 @@ int wsp_state_open(const char *path, const char *at, int kind, struct wsp_state 
 	struct wsp_tindex *ix;
 	if (wsp_tindex_open(path, &ix))
 		return 1;
-	const struct wsp_loaded *whole = wsp_tindex_whole(ix);
-	*st = (struct wsp_state){ .kind = kind, .moment_kind = -1 };
-	struct stop stop;
-	int rc = find_moment(whole, at, st, &stop);
-	if (rc) {
-		wsp_tindex_close(ix);
-		return rc;
-	}
+	int rc = wsp_state_at(ix, wsp_tindex_whole(ix), at, kind, st);
 	st->ix = ix;
-	st->stop_seq = stop.seq;
-	st->stop_time_ns = stop.time_ns;
-	st->end_ns = wsp_model_last_time(whole->model);
-	if (wsp_tindex_replay(ix, stop.seq, stop.time_ns, true, &st->l)) {
+	if (rc)
 		wsp_state_free(st);
-		return 1;
-	}
-	struct collector c = { .st = st };
-	wsp_model_each_live(st->l.model, collect, &c);
-	if (c.err) {
-		fprintf(stderr, "wsprof: out of memory\n");
-		wsp_state_free(st);
-		return 1;
-	}
-	if (st->n)
-		qsort(st->v, st->n, sizeof *st->v, wsp_state_block_cmp);
-	return 0;
+	return rc;
 }
 
 void wsp_state_free(struct wsp_state *st)
@@ -268,9 +230,9 @@ void wsp_state_free(struct wsp_state *st)
 	free(st->v);
 	st->v = NULL;
 	st->n = 0;
+	if (st->syms_borrowed)
+		st->l.syms = NULL;
 	wsp_loaded_free(&st->l);
-	if (st->whole.trace)
-		wsp_loaded_free(&st->whole);
 	wsp_tindex_close(st->ix);
 	st->ix = NULL;
 }

@@ -27,8 +27,9 @@ struct wsp_state_failure {
 };
 
 struct wsp_state {
-	struct wsp_loaded l;          /* the trace replayed up to the moment (the trace and symbols borrowed) */
-	struct wsp_loaded whole;      /* the whole trace, when the state loaded it itself */
+	struct wsp_loaded l;          /* the trace replayed up to the moment, from the index */
+	struct wsp_syms *names;       /* the whole trace's load's symbols, NULL: its own (wsp_state_plan) */
+	bool syms_borrowed;           /* l.syms is names */
 	struct wsp_tindex *ix;        /* the trace's index, when the state opened it (wsp_state_open) */
 	uint64_t stop_seq, stop_time_ns; /* the replay stops after stop_seq, or before an event after stop_time_ns */
 	char what[256];               /* "the heap peak (0.020 s)", "snapshot \"warm\" (1.000 s)" */
@@ -46,11 +47,18 @@ struct wsp_state {
  * SECONDS or a snapshot label), of kind (-1: any) for peak and oom.
  * @return 0, or an exit status after a one-line error. */
 int wsp_state_open(const char *path, const char *at, int kind, struct wsp_state *st);
-/* The same in two steps, for a trace already loaded (with symbols): plan
- * finds the moment in `whole` (which must outlive st); the follower, fed
- * a pass over the trace (wsp_follow), replays it. */
+/* The same for a trace whose index is open: the moment found in whole
+ * (the index's own, or a load of the trace, whose symbols then name the
+ * blocks: whole must outlive st), the state replayed from ix.
+ * @return 0, or an exit status after a one-line error (free st either way). */
+struct wsp_tindex;
+int wsp_state_at(struct wsp_tindex *ix, const struct wsp_loaded *whole, const char *at, int kind,
+		 struct wsp_state *st);
+/* wsp_state_at in two steps: plan finds the moment in whole (whose
+ * symbols, if any, must outlive st; its model need not), replay reaches
+ * it from ix. @return 0, or an exit status after a one-line error. */
 int wsp_state_plan(const struct wsp_loaded *whole, const char *at, int kind, struct wsp_state *st);
-struct wsp_follower wsp_state_follower(struct wsp_state *st);
+int wsp_state_replay(struct wsp_tindex *ix, struct wsp_state *st);
 void wsp_state_free(struct wsp_state *st);
 
 /* qsort's order of state blocks: by kind, then address. */

@@ -58,6 +58,36 @@ const struct wsp_loaded *wsp_tindex_whole(const struct wsp_tindex *ix);
 int wsp_tindex_replay(struct wsp_tindex *ix, uint64_t stop_seq, uint64_t stop_time_ns, bool symbols,
 		      struct wsp_loaded *out);
 
+/* The same, naming stacks with syms, which every stack of the trace
+ * was noted in (a load's with symbols): out->syms is syms, borrowed (set
+ * it to NULL before wsp_loaded_free). */
+int wsp_tindex_replay_named(struct wsp_tindex *ix, uint64_t stop_seq, uint64_t stop_time_ns, struct wsp_syms *syms,
+			    struct wsp_loaded *out);
+
+/* The index kept for the trace at path, if there is one and it is the
+ * trace's; nothing is built or printed. @return 0, -ENOENT (none, stale
+ * or damaged) or another -errno. */
+int wsp_tindex_find(const char *path, struct wsp_tindex **out);
+
+/* wsp_load_following, and the trace's index in *ix: the one kept, or one
+ * built by following this load (this load's model checkpointed: no pass
+ * of its own). @return 0, or 1 after a one-line error. */
+int wsp_load_indexed(const char *path, const struct wsp_model_options *opt, bool symbols, const struct wsp_follower *f,
+		     size_t nf, struct wsp_loaded *out, struct wsp_tindex **ix);
+
+/* The index built by a follower of a load (the full report's one pass):
+ * l is the load followed, whose model (without callers) is checkpointed;
+ * its address must be the one wsp_load_following fills. NULL when out of
+ * memory or the trace cannot be read. */
+struct wsp_tindex_build;
+struct wsp_tindex_build *wsp_tindex_build_new(const char *path, const struct wsp_loaded *l);
+struct wsp_follower wsp_tindex_build_follower(struct wsp_tindex_build *b);
+/* After the load: the index (kept where it is kept), and b freed.
+ * @return 0, or 1 after a one-line error. */
+int wsp_tindex_build_end(struct wsp_tindex_build *b, struct wsp_tindex **out);
+/* b freed without an index (the load failed). */
+void wsp_tindex_build_free(struct wsp_tindex_build *b);
+
 /* Tests: checkpoints at least every `events` events (0: the default),
  * for indexes built from now on, so that small traces get many. */
 void wsp_tindex_set_spacing(uint64_t events);

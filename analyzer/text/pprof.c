@@ -33,6 +33,7 @@
  * it gzipped, as profile.proto files are on disk.
  */
 #include "pprof.h"
+#include "timeindex.h"
 
 #include "config.h"
 #include "format.h"
@@ -635,16 +636,16 @@ int wsp_pprof_open(const char *path, unsigned kind, const char *at, struct wsp_p
 		return 1;
 	}
 	p->kind = kind;
-	int rc = wsp_load(path, &(struct wsp_model_options){ .per_stack = true }, true, &p->whole);
-	if (!rc)
-		rc = check_kind(p);
-	if (!rc)
-		rc = wsp_state_plan(&p->whole, at, (int)kind, &p->state);
-	if (!rc)
-		rc = check_moment(p, at);
-	struct wsp_follower replay = wsp_state_follower(&p->state);
-	if (!rc && wsp_follow(path, &replay, 1))
-		rc = 1;
+	struct wsp_tindex *ix;
+	int rc = wsp_load_indexed(path, &(struct wsp_model_options){ .per_stack = true }, true, NULL, 0, &p->whole, &ix);
+	if (!rc && !(rc = check_kind(p))) {
+		rc = wsp_state_at(ix, &p->whole, at, (int)kind, &p->state);
+		p->state.ix = ix; /* closed with the state */
+		ix = NULL;
+		if (!rc)
+			rc = check_moment(p, at);
+	}
+	wsp_tindex_close(ix);
 	if (rc) {
 		wsp_pprof_free(p);
 		return rc;
@@ -657,7 +658,7 @@ void wsp_pprof_free(struct wsp_pprof *p)
 {
 	if (!p)
 		return;
-	wsp_state_free(&p->state); /* borrows the whole trace's reader and names */
+	wsp_state_free(&p->state); /* borrows the whole trace's names */
 	if (p->whole.trace)
 		wsp_loaded_free(&p->whole);
 	free(p);

@@ -165,6 +165,156 @@ static void check_trace(const char *path, uint64_t spacing)
 	wsp_tindex_set_spacing(0);
 }
 
+/* A trace of three threads whose segments interleave, in chunks ending
+ * in SYNCs: heap blocks freed by other threads, reallocs (MOVE), mmaps
+ * cut by munmap, names, holders and validity, pool sub-allocations, a
+ * CUDA device's blocks and memory, snapshots, RSS, module loads, and, when
+ * sample_bytes, the heap's counted totals. Deterministic (a fixed LCG). */
+static char *mixed_trace(uint64_t sample_bytes, size_t steps)
+{
+	struct trace_builder b;
+	tb_init(&b);
+	struct tb_process proc = tb_process_default();
+	proc.sample_bytes = sample_bytes;
+	tb_header(&b, &proc);
+	uint64_t rng = 12345, seq = 1, time = 1000;
+	uint64_t live[3][64] = { { 0 } };
+	tb_segment(&b, 100, seq, time);
+	for (uint64_t id = 1; id <= 40; id++)
+		tb_stack(&b, id, id > 8 ? id % 8 : 0, 0x400000 + id * 16);
+	const struct tb_segdesc seg = { 0, 0x100000, 5 };
+	tb_ev_module_load(&b, seq, time, 0x400000, "/opt/t/bin/app", "\x01\x02", 2, &seg, 1);
+	seq++;
+	struct tb_cuda_tag gpu = { 0, 0, 0 };
+	for (size_t i = 0; i < steps; i++) {
+		uint32_t tid = 100 + (uint32_t)(i / 64 % 3);
+		if (i % 64 == 0) {
+			if (i)
+				tb_sync(&b, seq, time);
+			if (i % 512 == 0 && i)
+				tb_chunk(&b);
+			tb_segment(&b, tid, seq, time);
+		}
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned r = (unsigned)(rng >> 33);
+		size_t slot = r % 64;
+		uint64_t *at = &live[tid - 100][slot];
+		uint64_t stack = 1 + r % 40;
+		time += r % 3 ? 0 : 1000000;
+		switch (r % 11) {
+		case 0: case 1: case 2: case 3:
+			if (*at) {
+				tb_ev_free(&b, seq++, time, WSPROF_KIND_HEAP, WSPROF_OP_FREE, *at);
+				*at = 0;
+			} else {
+				*at = 0x10000000 + (uint64_t)(tid - 100) * 0x1000000 + slot * 0x10000;
+				tb_ev_alloc(&b, seq++, time, WSPROF_KIND_HEAP, WSPROF_OP_MALLOC, *at, 16 + r % 40000, stack);
+			}
+			break;
+		case 4: /* realloc in place */
+			if (*at) {
+				tb_ev_move(&b, seq++, time, WSPROF_KIND_HEAP, WSPROF_OP_REALLOC, *at, 0);
+				tb_ev_alloc(&b, seq++, time, WSPROF_KIND_HEAP, WSPROF_OP_REALLOC, *at, 32 + r % 50000, stack);
+			}
+			break;
+		case 5: /* a mapping, its head cut later */
+			tb_ev_alloc(&b, seq++, time, WSPROF_KIND_MMAP, WSPROF_OP_MMAP, 0x7f0000000000 + (uint64_t)i * 0x100000,
+				    0x40000, stack);
+			if (i > 10)
+				tb_ev_unmap(&b, seq++, time, WSPROF_KIND_MMAP, WSPROF_OP_MUNMAP,
+					    0x7f0000000000 + (uint64_t)(i - 10) * 0x100000, 0x10000 + (r % 4) * 0x10000);
+			break;
+		case 6: /* what the program says */
+			if (*at) {
+				static const char *const names[] = { "weights", "cache", "activations" };
+				unsigned what = r / 11 % 5;
+				tb_ev_annotate(&b, seq++, time, what, *at + (r % 2 ? 8 : 0), 0, 0,
+					       what == WSPROF_ANN_NAME ? names[r % 3] : NULL);
+			}
+			break;
+		case 7: /* a pool carved from a block */
+			if (*at) {
+				struct tb_cuda_tag pool = { -1, 0, *at };
+				tb_ev_cuda_alloc(&b, seq++, time, WSPROF_KIND_POOL, WSPROF_OP_MALLOC, *at + 64, 256, stack, &pool);
+			}
+			break;
+		case 8:
+			tb_ev_cuda_alloc(&b, seq++, time, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_ALLOC,
+					 0x500000000 + (i % 32) * 0x100000, 0x80000, stack, &gpu);
+			if (i % 3 == 0)
+				tb_ev_cuda_free(&b, seq++, time, WSPROF_KIND_CUDA_DEVICE, WSPROF_OP_CU_MEM_FREE,
+						0x500000000 + ((i + 16) % 32) * 0x100000, &gpu);
+			tb_ev_device_memory(&b, seq++, time, 0, (1ull << 33) - i * 4096, 1ull << 33);
+			break;
+		case 9:
+			if (r % 7 == 0) {
+				char label[32];
+				snprintf(label, sizeof label, "snap%zu", i);
+				tb_ev_annotate(&b, seq++, time, WSPROF_ANN_SNAPSHOT, 0, 0, 0, label);
+			}
+			tb_ev_rss(&b, seq++, time, 1000000 + i * 100);
+			break;
+		default:
+			if (sample_bytes) {
+				struct wsprof_heap_totals h = { i * 3, i * 2, i * 5000, i * 5100, i * 3000, i * 2200, time };
+				tb_ev_heap_totals(&b, seq++, time, &h);
+			} else {
+				tb_ev_fail(&b, seq++, time, WSPROF_KIND_HEAP, WSPROF_OP_MALLOC, 1ull << 40, stack);
+			}
+			break;
+		}
+	}
+	tb_sync(&b, seq, time);
+	tb_chunk(&b);
+	tb_footer(&b, time + 1);
+	char *path = tb_save_temp(&b);
+	tb_fini(&b);
+	cr_assert(path);
+	return path;
+}
+
+/* The index built by following a load of the full model (the full
+ * report's) gives the moments a state model's replay does. */
+static void check_followed(const char *path, uint64_t spacing)
+{
+	setenv("WSPROF_INDEX", "0", 1);
+	wsp_tindex_set_spacing(spacing);
+	struct wsp_loaded l;
+	struct wsp_tindex *ix;
+	cr_assert_eq(wsp_load_indexed(path, &(struct wsp_model_options){ .per_stack = true }, false, NULL, 0, &l, &ix), 0);
+	uint64_t *seqs, *times;
+	size_t n = moments(path, &seqs, &times);
+	size_t stride = n / 25 ? n / 25 : 1;
+	for (size_t i = 0; i < n; i += stride) {
+		same_moment(ix, path, seqs[i], UINT64_MAX);
+		same_moment(ix, path, UINT64_MAX, times[i]);
+	}
+	same_moment(ix, path, UINT64_MAX, UINT64_MAX);
+	free(seqs);
+	free(times);
+	wsp_tindex_close(ix);
+	wsp_loaded_free(&l);
+	wsp_tindex_set_spacing(0);
+}
+
+Test(timeindex, mixed_exact)
+{
+	char *path = mixed_trace(0, 6000);
+	check_trace(path, 250);
+	check_followed(path, 250);
+	unlink(path);
+	free(path);
+}
+
+Test(timeindex, mixed_sampled)
+{
+	char *path = mixed_trace(4096, 6000);
+	check_trace(path, 250);
+	check_followed(path, 250);
+	unlink(path);
+	free(path);
+}
+
 Test(timeindex, golden_server)
 {
 	check_trace(SOURCE_DIR "/tests/golden/server.wsp", 3);
@@ -176,7 +326,7 @@ Test(timeindex, golden_story)
 }
 
 /* A generated trace (bench/gentrace): two threads merged, the column layout. */
-Test(timeindex, generated)
+Test(timeindex, generated, .timeout = 100)
 {
 	char path[] = "/tmp/wsp-tindex-XXXXXX";
 	int fd = mkstemp(path);
@@ -186,6 +336,7 @@ Test(timeindex, generated)
 	snprintf(cmd, sizeof cmd, "%s %s 300000 20000 500 >/dev/null", GENTRACE, path);
 	cr_assert_eq(system(cmd), 0);
 	check_trace(path, 20000);
+	check_followed(path, 20000);
 	unlink(path);
 }
 
