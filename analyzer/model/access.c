@@ -24,10 +24,22 @@ struct overlap {
 	void *arg;
 };
 
+/* Nodes ahead in the walk whose blocks are asked for early. */
+#define PREFETCH_AHEAD 8
+
 static void overlap_node(uint32_t node, void *p)
 {
 	struct overlap *o = p;
-	struct wsp_block *b = &o->m->blocks[o->m->by_addr[0].place[node - 1]]; /* where it lies: no probe */
+	const struct treap *t = &o->m->by_addr[0];
+	/* Laid out in key order (model_treap_lay_out), the node a few steps on
+	 * is most likely the walk's a few steps on: its block, anywhere in
+	 * the array, is on its way while this one is looked at. */
+	if (node + PREFETCH_AHEAD <= t->pool.n) {
+		const struct wsp_block *next = &o->m->blocks[t->place[node + PREFETCH_AHEAD - 1]];
+		__builtin_prefetch(&next->addr, 1);
+		__builtin_prefetch(&next->accessed_bytes, 1);
+	}
+	struct wsp_block *b = &o->m->blocks[t->place[node - 1]]; /* where it lies: no probe */
 	if (b->addr + b->size <= o->addr)
 		return;
 	uint64_t lo = b->addr > o->addr ? b->addr : o->addr, hi = b->addr + b->size < o->end ? b->addr + b->size : o->end;
