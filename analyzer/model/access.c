@@ -55,7 +55,7 @@ static int each_overlap(struct wsp_model *m, uint64_t addr, uint64_t len,
 {
 	if (wsp_key_space(addr) != WSP_SPACE_MEMORY || !len)
 		return 0;
-	if ((!m->ordered && model_build_ordered(m)) || model_treap_lay_out(&m->by_addr[0]))
+	if (model_order_new(m) || model_treap_lay_out(&m->by_addr[0]))
 		return -ENOMEM;
 	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
 	/* Keys of other name spaces lie above every memory key. */
