@@ -586,6 +586,9 @@ static int heap_insert_at(struct wsp_model *m, const struct wsp_block *b, size_t
 	m->heap_used++;
 	if (!model_treap_of(m, b->addr))
 		return 0;
+	/* A trace whose treaps are asked seldom lists no more than the blocks live. */
+	if (m->nunordered >= (m->heap_used > 65536 ? m->heap_used : 65536) && model_order_new(m))
+		return -ENOMEM;
 	if (wsp_grow(&m->unordered, &m->unordered_cap, m->nunordered + 1, sizeof *m->unordered))
 		return -ENOMEM;
 	m->unordered[m->nunordered++] = (uint32_t)at;
