@@ -429,7 +429,8 @@ def kept_block(path, name, missing):
     <!-- name --> and <!-- /name -->, kept as it is: billion.sh writes
     its own (bench/billion.sh -o) and sampled_accuracy.py its (-o); the
     profiles and release_cost.sh's, symbols.sh's, python_cost.sh's,
-    short_procs.sh's and floors.py's figures are written by hand."""
+    short_procs.sh's, floors.py's and the reports on a compile's trace
+    are written by hand."""
     try:
         with open(path) as f:
             m = re.search(r"<!-- " + re.escape(name) + r" -->.*?<!-- /" + re.escape(name) + r" -->\n", f.read(), re.S)
@@ -456,6 +457,8 @@ def document(rows, notes, args, started):
                              "Not measured yet: `bench/short_procs.sh build 200 5`.\n")
     floors = kept_block(args.output, "floors.py", "## What each part of recording costs (bench/floors.py)\n\n"
                         "Not measured yet: `bench/floors.py --build build --runs 9`.\n")
+    compile_reports = kept_block(args.output, "compile_reports", "## Reports on a compile's trace\n\n"
+                                 "Not measured yet (by hand: see the section's own text).\n")
     accuracy = kept_block(args.output, "sampled_accuracy.py", "## Sampled recording's accuracy "
                           "(bench/sampled_accuracy.py)\n\nNot measured yet: `bench/sampled_accuracy.py --build build "
                           "-o BENCHMARKS.md`.\n")
@@ -503,6 +506,7 @@ Seconds per million events (wall and CPU) to read the trace of the same run and 
 {short_procs}
 {accuracy}
 {floors}
+{compile_reports}
 ## Reproduce
 
 ```sh

@@ -24,10 +24,22 @@ struct overlap {
 	void *arg;
 };
 
+/* Nodes ahead in the walk whose blocks are asked for early. */
+#define PREFETCH_AHEAD 8
+
 static void overlap_node(uint32_t node, void *p)
 {
 	struct overlap *o = p;
-	struct wsp_block *b = &o->m->blocks[o->m->by_addr[0].place[node - 1]]; /* where it lies: no probe */
+	const struct treap *t = &o->m->by_addr[0];
+	/* Laid out in key order (model_treap_lay_out), the node a few steps on
+	 * is most likely the walk's a few steps on: its block, anywhere in
+	 * the array, is on its way while this one is looked at. */
+	if (node + PREFETCH_AHEAD <= t->pool.n) {
+		const struct wsp_block *next = &o->m->blocks[t->place[node + PREFETCH_AHEAD - 1]];
+		__builtin_prefetch(&next->addr, 1);
+		__builtin_prefetch(&next->accessed_bytes, 1);
+	}
+	struct wsp_block *b = &o->m->blocks[t->place[node - 1]]; /* where it lies: no probe */
 	if (b->addr + b->size <= o->addr)
 		return;
 	uint64_t lo = b->addr > o->addr ? b->addr : o->addr, hi = b->addr + b->size < o->end ? b->addr + b->size : o->end;
@@ -43,7 +55,7 @@ static int each_overlap(struct wsp_model *m, uint64_t addr, uint64_t len,
 {
 	if (wsp_key_space(addr) != WSP_SPACE_MEMORY || !len)
 		return 0;
-	if ((!m->ordered && model_build_ordered(m)) || model_treap_lay_out(&m->by_addr[0]))
+	if (model_order_new(m) || model_treap_lay_out(&m->by_addr[0]))
 		return -ENOMEM;
 	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
 	/* Keys of other name spaces lie above every memory key. */

@@ -195,7 +195,27 @@ int model_build_ordered(struct wsp_model *m)
 		struct treap *t = m->heap_keys[i] ? model_treap_of(m, m->heap_keys[i]) : NULL;
 		if (t && model_treap_insert(t, m->heap_keys[i], m->heap_block[i]))
 			return -ENOMEM;
+		if (t)
+			m->blocks[m->heap_block[i]].ordered = true;
 	}
+	return 0;
+}
+
+/* The treaps brought up to date before they are asked: the blocks
+ * allocated since, that still live, go in (a place freed and taken again
+ * is listed twice, its block put in once). @return 0 or -ENOMEM. */
+int model_order_new(struct wsp_model *m)
+{
+	if (!m->ordered)
+		return model_build_ordered(m);
+	for (size_t i = 0; i < m->nunordered; i++) {
+		struct wsp_block *b = &m->blocks[m->unordered[i]];
+		struct treap *t = b->addr && !b->ordered ? model_treap_of(m, b->addr) : NULL;
+		if (t && model_treap_insert(t, b->addr, m->unordered[i]))
+			return -ENOMEM;
+		b->ordered = b->ordered || t != NULL;
+	}
+	m->nunordered = 0;
 	return 0;
 }
 
@@ -210,7 +230,7 @@ static struct wsp_block *block_at(struct wsp_model *m, uint64_t addr)
 		b = model_heap_find(m, addr);
 	if (b || wsp_key_space(addr) != WSP_SPACE_MEMORY)
 		return b;
-	if (!m->ordered && model_build_ordered(m))
+	if (model_order_new(m))
 		return NULL;
 	const uint64_t keys[2] = { pool_key, addr };
 	const struct treap *t[2] = { &m->by_addr[1], &m->by_addr[0] };

@@ -276,6 +276,7 @@ void wsp_model_free(struct wsp_model *m)
 		wsp_tpool_free(&m->by_addr[i].pool);
 		free(m->by_addr[i].place);
 	}
+	free(m->unordered);
 	for (size_t i = 0; i < m->nphases; i++)
 		free(m->phases[i].name);
 	free(m->phases);
@@ -579,12 +580,20 @@ static int heap_insert_at(struct wsp_model *m, const struct wsp_block *b, size_t
 	if (j == SIZE_MAX)
 		j = heap_probe(m, b->addr);
 	m->blocks[at] = *b;
+	m->blocks[at].ordered = false;
 	m->heap_keys[j] = b->addr;
 	m->heap_block[j] = (uint32_t)at;
 	m->block_slot[at] = (uint32_t)j;
 	m->heap_used++;
-	struct treap *t = model_treap_of(m, b->addr);
-	return t ? model_treap_insert(t, b->addr, (uint32_t)at) : 0;
+	if (!model_treap_of(m, b->addr))
+		return 0;
+	/* A trace whose treaps are asked seldom lists no more than the blocks live. */
+	if (m->nunordered >= (m->heap_used > 65536 ? m->heap_used : 65536) && model_order_new(m))
+		return -ENOMEM;
+	if (wsp_grow(&m->unordered, &m->unordered_cap, m->nunordered + 1, sizeof *m->unordered))
+		return -ENOMEM;
+	m->unordered[m->nunordered++] = (uint32_t)at;
+	return 0;
 }
 
 static int heap_insert(struct wsp_model *m, const struct wsp_block *b)
@@ -604,7 +613,7 @@ void model_heap_remove(struct wsp_model *m, struct wsp_block *b)
 {
 	if (b->has_ann)
 		model_ann_drop(m, b);
-	struct treap *t = model_treap_of(m, b->addr);
+	struct treap *t = b->ordered ? model_treap_of(m, b->addr) : NULL;
 	if (t)
 		model_treap_remove(t, b->addr);
 	size_t at = (size_t)(b - m->blocks), mask = m->heap_cap - 1, i = m->block_slot[at];

@@ -77,6 +77,7 @@ struct wsp_block {
 	bool excluded;             /* filtered out: tracked only to match its free */
 	bool has_ann;              /* the program annotated it */
 	bool in_reservation;       /* mmap committed inside reserved address space (a runtime's heap) */
+	bool ordered;              /* the model's own: in its order by address (model_internal.h) */
 };
 
 /* Address space only reserved, not memory: CUDA VMM reservations and

@@ -98,6 +98,11 @@ struct wsp_model {
 	size_t ann_cap, ann_used;
 	bool ordered;                /* the treaps below are kept (interior pointers seen) */
 	struct treap by_addr[2];     /* memory blocks, pool blocks: for interior pointers */
+	/* Places of the blocks allocated since the treaps were last asked
+	 * (model_order_new): most blocks are freed before that and never
+	 * enter them. A block in them says so (wsp_block.ordered). */
+	uint32_t *unordered;
+	size_t nunordered, unordered_cap;
 	uint64_t unknown_annotations;
 	struct wsp_phase *phases;
 	size_t nphases, phases_cap;
@@ -170,6 +175,7 @@ static inline size_t hash64(uint64_t x, size_t cap)
 bool model_estimated(const struct wsp_model *m, unsigned kind);
 int model_apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev);
 int model_build_ordered(struct wsp_model *m);
+int model_order_new(struct wsp_model *m);
 int model_ensure_wss(struct wsp_model *m, wsprof_trace *t);
 size_t model_range_first_after(const struct range_set *rs, uint64_t addr);
 struct wsp_block *model_heap_find(struct wsp_model *m, uint64_t addr);
