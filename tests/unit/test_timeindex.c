@@ -43,7 +43,8 @@ static void gather(const struct wsp_block *b, void *arg)
 	struct live *x = &l->v[l->n++];
 	memset(x, 0, sizeof *x);
 	x->b = *b;
-	x->b.site = 0; /* a place in another model's table */
+	x->b.site = 0;        /* a place in another model's table */
+	x->b.ordered = false; /* the model's own bookkeeping: when it entered the order by address */
 	const struct wsp_ann_state *a = wsp_model_ann(l->m, b);
 	x->has_ann = a != NULL;
 	if (a) {
