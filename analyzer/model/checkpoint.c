@@ -73,10 +73,10 @@ static void put_kind_stats(struct wsp_bytes *o, const struct wsp_kind_stats *k)
 }
 
 /* A block, its key as a delta from the one before (blocks go in key
- * order); of a model that matches access samples to blocks, without what
- * they matched (a state model matches none). */
+ * order), without its access figures: no view of a moment shows them,
+ * and a model that matches access samples to blocks has them from the
+ * samples too, which a state model does not match. */
 struct as_state {
-	bool matched; /* the model matches access samples to blocks, which a state model does not */
 	bool serials; /* a state model numbers a thread's allocations (apply_alloc): a sampled trace's */
 };
 
@@ -91,8 +91,6 @@ static void put_block(struct wsp_bytes *o, const struct wsp_block *b, uint64_t *
 	wsp_bytes_varint(o, as->serials ? b->serial : 0);
 	wsp_bytes_varint(o, b->tid);
 	wsp_bytes_varint(o, b->time_ns);
-	wsp_bytes_varint(o, as->matched ? 0 : b->last_access_ns);
-	wsp_bytes_varint(o, as->matched ? 0 : b->accessed_bytes);
 	wsp_bytes_varint(o, b->kind);
 	wsp_bytes_varint(o, (uint64_t)(b->device + 1));
 	wsp_bytes_varint(o, (uint64_t)b->excluded | (uint64_t)b->has_ann << 1 | (uint64_t)b->in_reservation << 2);
@@ -129,7 +127,7 @@ int wsp_model_save(const struct wsp_model *m, bool failures, struct wsp_bytes *o
 {
 	if (!wsp_model_savable(m))
 		return -EINVAL;
-	const struct as_state as = { !m->totals_only && !m->unmatched_access, m->sample_bytes != 0 };
+	const struct as_state as = { m->sample_bytes != 0 };
 	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
 		put_kind_stats(o, &m->kinds[k]);
 	wsp_bytes_varint(o, m->untracked_frees);
@@ -328,8 +326,6 @@ static void get_block(struct wsp_cursor *c, struct wsp_block *b, uint64_t *prev)
 	b->serial = wsp_get_varint(c);
 	b->tid = (uint32_t)wsp_get_varint(c);
 	b->time_ns = wsp_get_varint(c);
-	b->last_access_ns = wsp_get_varint(c);
-	b->accessed_bytes = wsp_get_varint(c);
 	uint64_t kind = wsp_get_varint(c);
 	b->device = (int16_t)((int64_t)wsp_get_varint(c) - 1);
 	uint64_t flags = wsp_get_varint(c);
@@ -341,8 +337,8 @@ static void get_block(struct wsp_cursor *c, struct wsp_block *b, uint64_t *prev)
 	b->in_reservation = flags & 4;
 }
 
-/* 13 fields of at least a byte each. */
-#define BLOCK_MIN_BYTES 13
+/* 11 fields of at least a byte each. */
+#define BLOCK_MIN_BYTES 11
 
 static int get_blocks(struct wsp_cursor *c, struct wsp_block **v, size_t *n, size_t *cap)
 {

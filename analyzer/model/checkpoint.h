@@ -43,7 +43,9 @@ void wsp_bytes_free(struct wsp_bytes *b);
 bool wsp_model_savable(const struct wsp_model *m);
 /* Append m's books to out as a state model's (a model that keeps more -
  * per-stack figures, access matched to blocks - gives what a state model
- * of the same events holds), with its failed allocations when `failures`
+ * of the same events holds; a block's access figures, which no view of a
+ * moment shows, are not kept: a restored model has them from the events
+ * after it), with its failed allocations when `failures`
  * (a whole trace's: where --at oom looks). @return 0, -EINVAL (not
  * savable) or -ENOMEM. */
 int wsp_model_save(const struct wsp_model *m, bool failures, struct wsp_bytes *out);

@@ -16,7 +16,7 @@
 
 #define INDEX_MAGIC "WSPINDEX"
 /* Goes up with any change of the layout, the checkpoint's included. */
-#define INDEX_VERSION 1
+#define INDEX_VERSION 2
 #define INDEX_HEADER_SIZE 64
 /* The bytes at each end of the trace hashed into its identity. */
 #define INDEX_IDENT_SPAN ((size_t)64 << 10)
