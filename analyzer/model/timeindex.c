@@ -6,6 +6,7 @@
  */
 #include "tindex_internal.h"
 
+#include "check.h"
 #include "resume.h"
 
 #include <errno.h>
@@ -484,16 +485,53 @@ static int replay_once(struct wsp_tindex *ix, uint64_t stop_seq, uint64_t stop_t
 	return 0;
 }
 
+/* The checked build's proof that the index agrees with a replay from the
+ * start: the same figures and the same number of live blocks. */
+static void count_live(const struct wsp_block *b, void *arg)
+{
+	(void)b;
+	++*(size_t *)arg;
+}
+
+static void check_against_replay(struct wsp_tindex *ix, uint64_t stop_seq, uint64_t stop_time_ns,
+				 const struct wsp_model *got)
+{
+	struct wsp_loaded a;
+	if (wsp_load_until(ix->trace_path, &(struct wsp_model_options){ .totals_only = true }, false, stop_seq,
+			   stop_time_ns, &a))
+		return;
+	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++) {
+		const struct wsp_kind_stats *x = wsp_model_kind(a.model, k), *y = wsp_model_kind(got, k);
+		WSP_ASSERT_MSG(x->live_bytes == y->live_bytes && x->live_blocks == y->live_blocks &&
+				       x->collectable_bytes == y->collectable_bytes && x->peak_bytes == y->peak_bytes &&
+				       x->allocations == y->allocations && x->frees == y->frees,
+			       "%s, kind %u at seq %llu, %llu ns: a replay has %llu bytes live, the index %llu",
+			       ix->trace_path, k, (unsigned long long)stop_seq, (unsigned long long)stop_time_ns,
+			       (unsigned long long)x->live_bytes, (unsigned long long)y->live_bytes);
+	}
+	size_t na = 0, nb = 0;
+	wsp_model_each_live(a.model, count_live, &na);
+	wsp_model_each_live(got, count_live, &nb);
+	WSP_ASSERT_MSG(na == nb, "%s: a replay has %zu blocks live, the index %zu", ix->trace_path, na, nb);
+	wsp_loaded_free(&a);
+}
+
 int wsp_tindex_replay(struct wsp_tindex *ix, uint64_t stop_seq, uint64_t stop_time_ns, bool symbols,
 		      struct wsp_loaded *out)
 {
-	return replay_once(ix, stop_seq, stop_time_ns, symbols, NULL, out);
+	int rc = replay_once(ix, stop_seq, stop_time_ns, symbols, NULL, out);
+	if (WSP_CHECKED && !rc)
+		check_against_replay(ix, stop_seq, stop_time_ns, out->model);
+	return rc;
 }
 
 int wsp_tindex_replay_named(struct wsp_tindex *ix, uint64_t stop_seq, uint64_t stop_time_ns, struct wsp_syms *syms,
 			    struct wsp_loaded *out)
 {
-	return replay_once(ix, stop_seq, stop_time_ns, syms != NULL, syms, out);
+	int rc = replay_once(ix, stop_seq, stop_time_ns, syms != NULL, syms, out);
+	if (WSP_CHECKED && !rc)
+		check_against_replay(ix, stop_seq, stop_time_ns, out->model);
+	return rc;
 }
 
 int wsp_tindex_find(const char *path, struct wsp_tindex **out)
