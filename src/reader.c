@@ -1,19 +1,15 @@
 /*
- * reader.c - stream a wsprof trace back into events in global order.
+ * reader.c - stream a wsprof trace back into events in global order: the
+ * public API (include/wsprof/trace.h), the file's header, its chunks
+ * read and unpacked, and the threads that read ahead.
  *
  * Chunks are read and decompressed one at a time. Their events go into a
- * pending list; a SYNC record (or the end of the file) releases, sorted by
- * sequence number, every pending event below its watermark. Memory is the
- * pending window plus the stack and module tables.
- *
- * The pending list is kept as runs, one per segment: a thread numbers its
- * events in order, so each run is sorted already, and a release takes the
- * prefix of each run below the watermark and sorts only what it took.
- * Every event is moved and sorted once, however long it waits (a thread
- * preempted while it held its buffer holds the watermark back for a
- * whole flush interval, while the other threads' events pile up). A
- * pending event is 64 bytes; what few events carry beyond the fields all
- * have (strings, regions, a module, a CUDA stream) hangs off it.
+ * pending list (decode.c); a SYNC record (or the end of the file)
+ * releases, sorted by sequence number, every pending event below its
+ * watermark (merge.c). Memory is the pending window plus the stack and
+ * module tables (tables.c). A pending event is 64 bytes; what few events
+ * carry beyond the fields all have (strings, regions, a module, a CUDA
+ * stream) hangs off it.
  *
  * A regular file is read ahead of the caller on two threads of their
  * own: one reads and decompresses chunks, a chunk ahead at most; the
@@ -33,255 +29,15 @@
  * it is used, and reading stops at the first chunk that fails, keeping what
  * came before (the status says why).
  */
-
-#include "check.h"
-#include "columns.h"
-#include "format.h"
-#include "grow.h"
-#include "pycode.h"
-#include "resume.h"
-#include "wsprof/trace.h"
+#include "reader_internal.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <zstd.h>
-
-struct module {
-	uint64_t base;
-	char *path;
-	uint8_t *build_id;
-	size_t build_id_len;
-	size_t nsegs;
-	uint64_t (*segs)[2];    /* vaddr, memsz */
-};
-
-/* What few events carry beyond the fields all have: made for those only. */
-struct extra {
-	uint64_t stream, handle, device_free, device_total;
-	uint32_t child_pid;
-	size_t nregions;
-	char *path;             /* an exec's path, an annotation's text */
-	struct module *mod;     /* a MODULE_LOAD's, until it moves to the table */
-	wsprof_region *regions; /* an ACCESS sample's */
-	wsprof_heap_totals heap; /* a HEAP_TOTALS record's */
-	struct extra *next_free; /* on a list of extras to use again */
-};
-
-/* An event on its way out: 64 bytes, which the merge moves. */
-struct pending {
-	uint64_t seq, time, addr, size, stack;
-	uint32_t tid, op;
-	int32_t device;
-	uint8_t type, kind;
-	struct extra *x;        /* owned; NULL for most events */
-};
-
-/* A node of the caller's table: 16 bytes, its top bit saying it is
- * defined (ids stay far below 2^63: each is at most 2^20 past the count
- * defined), for a table of millions of nodes on a program like PyTorch. */
-struct stack_node {
-	uint64_t parent;      /* | NODE_DEFINED */
-	uint64_t ip;
-};
-
-#define NODE_DEFINED (1ull << 63)
-
-struct stack_def {
-	uint64_t id, parent, ip;
-};
-
-/* Per-segment delta state. */
-struct segment {
-	uint32_t tid;
-	uint64_t seq, time, addr;
-	bool open;
-};
-
-/* The FOOTER record's fields. */
-struct footer {
-	uint64_t end, chunks, events, untraced;
-	uint64_t ending, ending_value, finisher; /* 2.2: enum wsp_ending, its value, who wrote it */
-	bool seen;
-};
-
-/* How far reading has got: what the status and the position tell. */
-struct progress {
-	uint64_t bytes_read, chunks, events, threads, last_time;
-	size_t pycodes;         /* code objects defined (resume.h: read out up to there) */
-	struct footer footer;
-	int error;
-	bool eof, exec_seen;
-	bool python;            /* the PYTHON record is read: the caller may read it */
-};
-
-/* Events handed over together, in order. Mark k comes before
- * ev[marks[k].events]: the stack nodes defs[marks[k - 1].defs ..
- * marks[k].defs) join the caller's table, and marks[k].at is how far
- * reading had got. A release's events follow a mark of their own; the
- * limits keep a batch's memory bounded. */
-#define BATCH_EVENTS 4096
-#define BATCH_MARKS 1024
-#define BATCH_DEFS 4096
-#define NBATCH 8
-
-struct mark {
-	size_t events, defs;
-	struct progress at;
-};
-
-struct batch {
-	struct pending *ev;
-	size_t n, cap;
-	struct stack_def *defs;
-	size_t ndefs, defcap;
-	struct mark *marks;
-	size_t nmarks, markcap;
-};
-
-/* A frame of the file read ahead: a chunk's records (result 1), or the
- * end (0, the footer if there was one) or damage (an error); with how far
- * the file had been read. The unpacking thread fills the next of NFRAMES
- * while the chunk of another is decoded: a chunk's bytes are unpacked
- * ahead by one chunk at most. */
-#define NFRAMES 2
-
-struct frame {
-	int result;
-	const uint8_t *records;
-	size_t len;
-	bool columns;               /* records in the column layout */
-	uint64_t offset;            /* where the frame starts in the file */
-	uint32_t index;             /* a chunk's index */
-	uint64_t bytes_read;
-	struct footer footer;
-	uint8_t *zbuf, *raw;        /* compressed, decompressed */
-	size_t zcap, rawcap;
-};
-
-struct wsprof_trace {
-	FILE *f;
-	uint64_t file_size;       /* for wsprof_trace_position; 0: not a regular file */
-	bool regular;             /* read ahead on threads */
-	bool live;                /* still being written: the end of the file is not the end (open_live) */
-	bool huge;                /* large buffers in huge pages (see grow_big) */
-	bool resumed;             /* opened at a place (resume.h): the footer's counts are the whole file's */
-	uint64_t from_seq;        /* resumed: events below it are dropped */
-	wsprof_process proc;
-	char *exe, *cmdline, *tool_version, *access_note, *allocator, *job_id, *launcher;
-
-	/* The unpacking side: the unpacking thread's, or the caller's without one. */
-	ZSTD_DCtx *dctx;
-	uint64_t bytes_read, chunks_read;
-	struct frame frames[NFRAMES];
-
-	/* The decoding side: the decoding thread's, or the caller's without one. */
-	struct frame *decoding;   /* frames[fhead], whose chunk is being decoded */
-	struct wsp_cursor chunk;  /* undecoded rest of the current chunk, in rows */
-	struct wsp_col_iter iter; /* or in the column layout */
-	struct wsp_columns *columns; /* the column layout's decoder state */
-	bool in_columns;
-	struct segment seg;       /* delta state of its open segment */
-	bool in_chunk;
-	bool done;                /* the end is marked in a batch */
-	struct progress w;        /* how far it has got */
-	struct wsp_chunk_place place; /* of the chunk being decoded */
-	struct wsp_chunk_place *places; /* of those decoded, then the end */
-	size_t nplaces, placecap;
-
-	struct pending *pend;     /* events not yet released, in runs (holes between) */
-	size_t npend, pendcap;    /* slots used, holes included */
-	struct run { size_t next, end; } *runs; /* pend[next..end) of one segment, sorted */
-	size_t nruns, runcap, nlive; /* nlive: events in runs */
-	size_t *merge, mergecap;  /* a release's stops and heap: 2 per run */
-	size_t nheap;             /* runs in the heap; nonzero while a release is under way */
-	bool run_open;            /* the last run takes the next event */
-	/* The checked build's (src/check.h): events go out in seq order
-	 * (release_emit) unless the trace broke it: a thread's numbers
-	 * wrapped, or an event came in below one already out (a SYNC's
-	 * promise broken). */
-	bool disordered;
-	uint64_t out_seq;         /* the last event released */
-	struct batch *filling;    /* the batch that stack nodes go to */
-
-	uint64_t *defined;        /* a bit per stack id defined */
-	size_t defwords;
-	uint64_t defined_stacks;  /* distinct ids defined */
-
-	uint32_t *tids;           /* open-addressing set of thread ids (capacity a power of 2) */
-	size_t tidcap;
-	uint32_t last_tid;        /* the one noted last */
-
-	/* Between the sides (under lock once the threads run). */
-	size_t fhead, nframes;    /* frames[fhead..fhead+nframes) (mod NFRAMES) read, in order */
-	struct batch batches[NBATCH];
-	struct pending *batch_ev; /* their events, BATCH_EVENTS each */
-	size_t batch_evcap;
-	size_t head, queued;      /* batches[head..head+queued) (mod NBATCH) filled, in order */
-	bool started, unpacking, threaded, stop, finished; /* unpacking, threaded: the threads run */
-	bool wants_room, wants_more; /* a side waits for the other (woken half-way: few wake-ups) */
-	int result;               /* how the decoding thread finished: 0 or -ENOMEM */
-	pthread_t thread, unpacker;
-	pthread_mutex_t lock;
-	pthread_cond_t more, room, frame_more, frame_room;
-
-	/* The caller's side. */
-	struct batch *reading;    /* batches[head], being handed out */
-	size_t pos, mark;         /* its next event and next mark */
-	struct extra *current;    /* of the event last handed out */
-	/* Extras handed out and done with, to use again (a pool allocation,
-	 * a CUDA one or an annotation's text takes one per event, and malloc
-	 * and free on two threads cost more than decoding it): the caller's
-	 * thread pushes them, the decoder takes the whole list at once into
-	 * its own spare list. */
-	struct extra *_Atomic recycled;
-	struct extra *spare;
-	struct progress seen;     /* as of the event last handed out */
-
-	struct stack_node *stacks;
-	size_t nstacks;           /* table capacity */
-	bool forget_stacks;       /* wsprof_trace_forget_stacks: nodes checked, not kept */
-
-	struct module *mods;
-	size_t nmods, modcap;
-
-	/* Python (2.3): written by the decoding side (pycode.h says why the
-	 * caller may read the codes meanwhile; the PYTHON record once a mark
-	 * says it was read). */
-	struct wsp_pycodes pycodes;
-	wsprof_python python;
-};
-
-/* Room in one of the reader's large reused buffers (pending events, the
- * batches, the column decoder's state, a chunk unpacked): in huge pages
- * for a trace large enough to fill them (grow.h: a fresh page costs ~13
- * us here), on the heap for a small one, which would pay more to set
- * them up than they save. */
-#define HUGE_FROM ((uint64_t)1 << 20)
-
-static int grow_big(const wsprof_trace *t, void *array, size_t *cap, size_t need, size_t elem)
-{
-	return t->huge ? wsp_grow_huge(array, cap, need, elem) : wsp_grow(array, cap, need, elem);
-}
-
-static void *alloc_big(const wsprof_trace *t, size_t n)
-{
-	return t->huge ? wsp_alloc_huge(n) : malloc(n);
-}
-
-static void free_big(const wsprof_trace *t, void *array, size_t cap, size_t elem)
-{
-	if (t->huge)
-		wsp_free_huge(array, cap, elem);
-	else
-		free(array);
-}
 
 const char *wsprof_strerror(int err)
 {
@@ -334,78 +90,6 @@ const char *wsprof_op_name(unsigned op)
 	return op < WSPROF_OP_COUNT ? op_names[op] : NULL;
 }
 
-
-static char *dup_bytes(const uint8_t *s, size_t n)
-{
-	char *d = malloc(n + 1);
-	if (d) {
-		memcpy(d, s, n);
-		d[n] = 0;
-	}
-	return d;
-}
-
-static void module_free(struct module *m)
-{
-	if (!m)
-		return;
-	free(m->path);
-	free(m->build_id);
-	free(m->segs);
-}
-
-/* What an extra owns. */
-static void extra_clear(struct extra *x)
-{
-	free(x->path);
-	free(x->regions);
-	if (x->mod) {
-		module_free(x->mod);
-		free(x->mod);
-	}
-}
-
-static void extra_free(struct extra *x)
-{
-	if (!x)
-		return;
-	extra_clear(x);
-	free(x);
-}
-
-/* A segment is one thread's: most events are of the thread noted last. */
-static int tid_note(wsprof_trace *t, uint32_t tid)
-{
-	if (tid && tid == t->last_tid)
-		return 0;
-	t->last_tid = tid;
-	if (t->w.threads * 2 >= t->tidcap) {
-		size_t ncap = t->tidcap ? t->tidcap * 2 : 64;
-		uint32_t *n = calloc(ncap, sizeof *n);
-		if (!n)
-			return -ENOMEM;
-		for (size_t i = 0; i < t->tidcap; i++) {
-			if (!t->tids[i])
-				continue;
-			size_t j = t->tids[i] * 2654435761u & (ncap - 1);
-			while (n[j])
-				j = (j + 1) & (ncap - 1);
-			n[j] = t->tids[i];
-		}
-		free(t->tids);
-		t->tids = n;
-		t->tidcap = ncap;
-	}
-	size_t j = (uint64_t)tid * 2654435761u & (t->tidcap - 1);
-	while (t->tids[j] && t->tids[j] != tid)
-		j = (j + 1) & (t->tidcap - 1);
-	if (!t->tids[j]) {
-		t->tids[j] = tid;
-		t->w.threads++;
-	}
-	return 0;
-}
-
 /* ---- header ---------------------------------------------------------- */
 
 static int read_exact(wsprof_trace *t, void *buf, size_t n)
@@ -417,13 +101,6 @@ static int read_exact(wsprof_trace *t, void *buf, size_t n)
 	if (ferror(t->f))
 		return -EIO;
 	return got == 0 ? 1 : WSPROF_E_TRUNCATED; /* 1: clean end of file */
-}
-
-static char *get_string(struct wsp_cursor *c)
-{
-	size_t n;
-	const uint8_t *s = wsp_get_bytes(c, &n);
-	return dup_bytes(s ? s : (const uint8_t *)"", s ? n : 0);
 }
 
 static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
@@ -442,16 +119,16 @@ static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
 			free(t->exe);
 			free(t->cmdline);
 			free(t->tool_version);
-			t->exe = get_string(&r);
+			t->exe = reader_get_string(&r);
 			size_t cmdlen;
 			const uint8_t *cmd = wsp_get_bytes(&r, &cmdlen);
 			if (cmdlen && cmd[cmdlen - 1] == 0)
 				cmdlen--; /* /proc/self/cmdline ends each argument with a NUL */
-			t->cmdline = dup_bytes(cmd ? cmd : (const uint8_t *)"", cmd ? cmdlen : 0);
+			t->cmdline = reader_dup_bytes(cmd ? cmd : (const uint8_t *)"", cmd ? cmdlen : 0);
 			for (size_t i = 0; t->cmdline && i < cmdlen; i++) /* NULs between arguments -> spaces */
 				if (!t->cmdline[i])
 					t->cmdline[i] = ' ';
-			t->tool_version = get_string(&r);
+			t->tool_version = reader_get_string(&r);
 			wsp_get_field(&r); /* page size */
 			t->proc.parent_traced_pid = (uint32_t)wsp_get_field(&r);
 			if (!t->exe || !t->cmdline || !t->tool_version)
@@ -461,8 +138,8 @@ static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
 			if (r.p < r.end) {
 				free(t->job_id);
 				free(t->launcher);
-				t->job_id = get_string(&r);
-				t->launcher = get_string(&r);
+				t->job_id = reader_get_string(&r);
+				t->launcher = reader_get_string(&r);
 				if (!t->job_id || !t->launcher)
 					return -ENOMEM;
 			}
@@ -475,14 +152,14 @@ static int parse_header_records(wsprof_trace *t, struct wsp_cursor *c)
 			t->proc.window_ms = (unsigned)wsp_get_field(&r);
 			t->proc.max_regions = (unsigned)wsp_get_field(&r);
 			free(t->access_note);
-			t->access_note = get_string(&r);
+			t->access_note = reader_get_string(&r);
 			if (!t->access_note)
 				return -ENOMEM;
 			t->proc.sample_bytes = wsp_get_field(&r);
 			t->proc.release_pages = (unsigned)wsp_get_field(&r);
 			if (r.p < r.end) {
 				free(t->allocator);
-				if (!(t->allocator = get_string(&r)))
+				if (!(t->allocator = reader_get_string(&r)))
 					return -ENOMEM;
 			}
 		}
@@ -597,657 +274,7 @@ const wsprof_pycode *wsprof_trace_pycode(const wsprof_trace *t, uint64_t code)
 	return wsp_pycodes_get(&t->pycodes, code);
 }
 
-/* ---- chunks and records (the worker's side) -------------------------- */
-
-/* Stack ids come from one counter and each is defined once, the ones still
- * in other threads' buffers a little later: an id far beyond the count of
- * those defined is corruption, not a reason to allocate. (Far beyond the
- * highest would not do: a run of far jumps, each from the last, makes a
- * few hundred bytes ask for gigabytes.) The node itself goes to the
- * caller's table with the batch being filled. */
-static int add_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
-{
-	if (id == 0 || id > t->defined_stacks + (1u << 20))
-		return WSPROF_E_CORRUPT;
-	size_t word = (size_t)(id / 64);
-	if (word >= t->defwords) {
-		size_t cap = t->defwords;
-		if (wsp_grow(&t->defined, &cap, word + 1, sizeof *t->defined))
-			return -ENOMEM;
-		memset(t->defined + t->defwords, 0, (cap - t->defwords) * sizeof *t->defined);
-		t->defwords = cap;
-	}
-	uint64_t bit = 1ull << (id % 64);
-	if (!(t->defined[word] & bit)) {
-		t->defined[word] |= bit;
-		t->defined_stacks++;
-	}
-	struct batch *b = t->filling;
-	if (wsp_grow(&b->defs, &b->defcap, b->ndefs + 1, sizeof *b->defs))
-		return -ENOMEM;
-	b->defs[b->ndefs++] = (struct stack_def){ id, parent, ip };
-	return 0;
-}
-
-static struct pending *pending_push(wsprof_trace *t, struct segment *s, uint64_t dseq, uint64_t dtime)
-{
-	if (t->npend == t->pendcap && grow_big(t, &t->pend, &t->pendcap, t->npend + 1, sizeof *t->pend))
-		return NULL;
-	if (__builtin_expect(!t->run_open || !t->nruns, 0)) {
-		if (wsp_grow(&t->runs, &t->runcap, t->nruns + 1, sizeof *t->runs))
-			return NULL;
-		t->runs[t->nruns++] = (struct run){ t->npend, t->npend };
-		t->run_open = true;
-	}
-	t->runs[t->nruns - 1].end++;
-	t->nlive++;
-	if (WSP_CHECKED && (s->seq + dseq < s->seq || s->seq + dseq < t->out_seq))
-		t->disordered = true;
-	s->seq += dseq;
-	s->time += dtime;
-	if (s->time > t->w.last_time)
-		t->w.last_time = s->time;
-	struct pending *p = &t->pend[t->npend++];
-	*p = (struct pending){ .seq = s->seq, .time = s->time, .tid = s->tid, .device = -1 };
-	return p;
-}
-
-static struct extra *extra_of(wsprof_trace *t, struct pending *p)
-{
-	if (p->x)
-		return p->x;
-	if (!t->spare)
-		t->spare = atomic_exchange_explicit(&t->recycled, NULL, memory_order_acquire);
-	struct extra *x = t->spare;
-	if (x) {
-		t->spare = x->next_free;
-		*x = (struct extra){ 0 };
-	} else {
-		x = calloc(1, sizeof *x);
-	}
-	return p->x = x;
-}
-
-/* An extra handed out is done with: what it owns is freed, it waits to be
- * used again (extra_of clears it then). */
-static void extra_recycle(wsprof_trace *t, struct extra *x)
-{
-	if (!x)
-		return;
-	extra_clear(x);
-	x->next_free = atomic_load_explicit(&t->recycled, memory_order_relaxed);
-	while (!atomic_compare_exchange_weak_explicit(&t->recycled, &x->next_free, x, memory_order_release,
-						      memory_order_relaxed))
-		;
-}
-
-static void extras_free(struct extra *x)
-{
-	for (struct extra *next; x; x = next) {
-		next = x->next_free;
-		free(x);
-	}
-}
-
-/* A stream and a handle, kept only when there are any. */
-static int put_stream_handle(wsprof_trace *t, struct pending *p, uint64_t stream, uint64_t handle)
-{
-	if (!stream && !handle)
-		return 0;
-	struct extra *x = extra_of(t, p);
-	if (!x)
-		return -ENOMEM;
-	x->stream = stream;
-	x->handle = handle;
-	return 0;
-}
-
-static uint64_t get_addr(struct segment *s, struct wsp_cursor *r)
-{
-	s->addr += (uint64_t)wsp_unzigzag(wsp_get_field(r));
-	return s->addr;
-}
-
-/* A device ordinal, written plus one (0: none). One that no int holds is
- * corrupt. */
-static int get_device(struct wsp_cursor *r)
-{
-	uint64_t d = wsp_get_field(r);
-	if (d > (uint64_t)INT_MAX + 1) {
-		r->bad = true;
-		return -1;
-	}
-	return d ? (int)(d - 1) : -1;
-}
-
-/* CUDA events append the device (+1, 0: none), the stream and, for
- * allocations, the VMM handle a mapping maps (format 1.1). Other events
- * end before them: no call for those. */
-static int get_cuda_fields(wsprof_trace *t, struct pending *p, struct wsp_cursor *r, bool handle)
-{
-	p->device = get_device(r);
-	uint64_t stream = wsp_get_field(r);
-	return put_stream_handle(t, p, stream, handle ? wsp_get_field(r) : 0);
-}
-
-static int decode_module_load(wsprof_trace *t, struct pending *p, struct wsp_cursor *r)
-{
-	p->type = WSPROF_EV_MODULE_LOAD;
-	struct extra *x = extra_of(t, p);
-	struct module *m = x ? x->mod = calloc(1, sizeof *m) : NULL;
-	if (!m)
-		return -ENOMEM;
-	m->base = p->addr = wsp_get_field(r);
-	size_t n;
-	const uint8_t *path = wsp_get_bytes(r, &n);
-	const uint8_t *bid = wsp_get_bytes(r, &m->build_id_len);
-	uint64_t nsegs = wsp_get_field(r);
-	if (r->bad || nsegs > (uint64_t)(r->end - r->p))
-		return WSPROF_E_CORRUPT;
-	m->path = dup_bytes(path, n);
-	m->build_id = (uint8_t *)dup_bytes(bid, m->build_id_len);
-	m->segs = calloc(nsegs ? nsegs : 1, sizeof *m->segs);
-	if (!m->path || !m->build_id || !m->segs)
-		return -ENOMEM;
-	for (uint64_t i = 0; i < nsegs; i++) {
-		m->segs[i][0] = wsp_get_field(r);
-		m->segs[i][1] = wsp_get_field(r);
-		wsp_get_field(r); /* p_flags */
-	}
-	m->nsegs = (size_t)nsegs;
-	return r->bad ? WSPROF_E_CORRUPT : 0;
-}
-
-static int decode_access(wsprof_trace *t, struct pending *p, struct wsp_cursor *r)
-{
-	p->type = WSPROF_EV_ACCESS;
-	p->op = (unsigned)wsp_get_field(r);
-	p->size = wsp_get_field(r);
-	uint64_t n = wsp_get_field(r);
-	if (n > (uint64_t)(r->end - r->p) / 2) { /* each region takes two bytes at least */
-		r->bad = true;
-		return 0;
-	}
-	struct extra *x = extra_of(t, p);
-	if (!x || !(x->regions = malloc((n ? n : 1) * sizeof *x->regions)))
-		return -ENOMEM;
-	uint64_t end = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		x->regions[i].addr = end + wsp_get_field(r);
-		x->regions[i].len = wsp_get_field(r);
-		end = x->regions[i].addr + x->regions[i].len;
-	}
-	x->nregions = (size_t)n;
-	return 0;
-}
-
-/* A string the event owns: an annotation's text (if any), an exec's path. */
-static int put_path(wsprof_trace *t, struct pending *p, const uint8_t *s, size_t n)
-{
-	struct extra *x = extra_of(t, p);
-	return x && (x->path = dup_bytes(s, n)) ? 0 : -ENOMEM;
-}
-
-static int decode_event(wsprof_trace *t, struct segment *s, uint64_t type, struct wsp_cursor *r)
-{
-	uint64_t dseq = wsp_get_field(r), dtime = wsp_get_field(r);
-	struct pending *p = pending_push(t, s, dseq, dtime);
-	if (!p)
-		return -ENOMEM;
-	int err = 0;
-	unsigned kind = 0;
-	size_t n;
-	const uint8_t *text;
-	switch (type) {
-	case WSP_REC_ALLOC:
-	case WSP_REC_FAIL:
-		p->type = type == WSP_REC_ALLOC ? WSPROF_EV_ALLOC : WSPROF_EV_FAIL;
-		kind = (unsigned)wsp_get_field(r);
-		p->op = (unsigned)wsp_get_field(r);
-		if (type == WSP_REC_ALLOC)
-			p->addr = get_addr(s, r);
-		p->size = wsp_get_field(r);
-		p->stack = wsp_get_field(r);
-		err = r->p < r->end ? get_cuda_fields(t, p, r, true) : 0;
-		break;
-	case WSP_REC_FREE:
-	case WSP_REC_MOVE:
-	case WSP_REC_UNMAP:
-		p->type = type == WSP_REC_FREE ? WSPROF_EV_FREE
-			: type == WSP_REC_MOVE ? WSPROF_EV_MOVE : WSPROF_EV_UNMAP;
-		kind = (unsigned)wsp_get_field(r);
-		p->op = (unsigned)wsp_get_field(r);
-		p->addr = get_addr(s, r);
-		if (type != WSP_REC_FREE)
-			p->size = wsp_get_field(r);
-		else
-			err = r->p < r->end ? get_cuda_fields(t, p, r, false) : 0;
-		break;
-	case WSP_REC_STREAM_REACHED:
-		p->type = WSPROF_EV_STREAM_REACHED;
-		kind = (unsigned)wsp_get_field(r);
-		p->op = (unsigned)wsp_get_field(r);
-		p->addr = get_addr(s, r);
-		err = put_stream_handle(t, p, wsp_get_field(r), 0);
-		break;
-	case WSP_REC_ANNOTATE:
-		p->type = WSPROF_EV_ANNOTATE;
-		p->op = (unsigned)wsp_get_field(r);
-		p->addr = get_addr(s, r);
-		p->size = wsp_get_field(r);
-		err = put_stream_handle(t, p, 0, wsp_get_field(r));
-		text = wsp_get_bytes(r, &n);
-		if (!err && !r->bad && n)
-			err = put_path(t, p, text, n);
-		break;
-	case WSP_REC_ACCESS:
-		err = decode_access(t, p, r);
-		break;
-	case WSP_REC_RSS:
-		p->type = WSPROF_EV_RSS;
-		p->size = wsp_get_field(r);
-		break;
-	case WSP_REC_HEAP_TOTALS: {
-		p->type = WSPROF_EV_HEAP_TOTALS;
-		struct extra *x = extra_of(t, p);
-		if (!x) {
-			err = -ENOMEM;
-			break;
-		}
-		wsprof_heap_totals *h = &x->heap;
-		uint64_t *fields[] = { &h->allocations, &h->frees, &h->requested, &h->given, &h->given_back, &h->peak, &h->peak_ns };
-		for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
-			*fields[i] = wsp_get_field(r);
-		break;
-	}
-	case WSP_REC_RECORDING:
-		p->type = WSPROF_EV_RECORDING;
-		p->size = wsp_get_field(r) ? 1 : 0;
-		p->op = (unsigned)wsp_get_field(r);
-		if (p->op >= WSPROF_REC_CAUSE_COUNT)
-			err = WSPROF_E_CORRUPT;
-		break;
-	case WSP_REC_DEVICE_MEMORY: {
-		p->type = WSPROF_EV_DEVICE_MEMORY;
-		p->device = get_device(r);
-		struct extra *x = extra_of(t, p);
-		if (!x) {
-			err = -ENOMEM;
-			break;
-		}
-		x->device_free = wsp_get_field(r);
-		x->device_total = wsp_get_field(r);
-		break;
-	}
-	case WSP_REC_MODULE_LOAD:
-		err = decode_module_load(t, p, r);
-		break;
-	case WSP_REC_MODULE_UNLOAD:
-		p->type = WSPROF_EV_MODULE_UNLOAD;
-		p->addr = wsp_get_field(r);
-		break;
-	case WSP_REC_FORK: {
-		p->type = WSPROF_EV_FORK;
-		struct extra *x = extra_of(t, p);
-		if (x)
-			x->child_pid = (uint32_t)wsp_get_field(r);
-		else
-			err = -ENOMEM;
-		break;
-	}
-	case WSP_REC_EXEC:
-		p->type = WSPROF_EV_EXEC;
-		text = wsp_get_bytes(r, &n);
-		if (!r->bad)
-			err = put_path(t, p, text, n);
-		break;
-	}
-	if (r->bad || kind >= WSPROF_KIND_COUNT)
-		err = err ? err : WSPROF_E_CORRUPT;
-	if (err) {
-		extra_free(p->x);
-		t->npend--;
-		t->runs[t->nruns - 1].end--;
-		t->nlive--;
-		return err;
-	}
-	p->kind = (uint8_t)kind;
-	if (type <= WSP_REC_UNMAP)
-		t->w.events++;
-	/* Threads are the program's: wsprof's own (writer, sampler) record only
-	 * samples, never an allocation or an annotation. */
-	if (type <= WSP_REC_UNMAP || type == WSP_REC_ANNOTATE)
-		return tid_note(t, s->tid);
-	return 0;
-}
-
-/* An ALLOC or FREE of the column layout, its fields decoded already. */
-static int decode_compact(wsprof_trace *t, struct segment *s, const struct wsp_col_record *cr)
-{
-	if (cr->kind >= WSPROF_KIND_COUNT)
-		return WSPROF_E_CORRUPT;
-	struct pending *p = pending_push(t, s, cr->dseq, cr->dtime);
-	if (!p)
-		return -ENOMEM;
-	p->type = cr->type == WSP_REC_ALLOC ? WSPROF_EV_ALLOC : WSPROF_EV_FREE;
-	p->kind = (uint8_t)cr->kind;
-	p->op = (unsigned)cr->op;
-	p->addr = s->addr = cr->addr; /* the row format's deltas go on from it */
-	p->size = cr->size;
-	p->stack = cr->stack;
-	t->w.events++;
-	return tid_note(t, s->tid);
-}
-
-/* The next record of the chunk being decoded: 1 with its type and a
- * cursor over its payload (for an ALLOC or FREE of the column layout,
- * cr->compact and its fields instead), 0 at the chunk's end, or damage. */
-static int next_record(wsprof_trace *t, uint64_t *type, struct wsp_cursor *r, struct wsp_col_record *cr)
-{
-	if (t->in_columns) {
-		int got = wsp_columns_next(&t->iter, cr);
-		if (got <= 0)
-			return got < 0 ? WSPROF_E_CORRUPT : 0;
-		*type = cr->type;
-		*r = cr->compact ? (struct wsp_cursor){ NULL, NULL, false }
-				 : (struct wsp_cursor){ cr->payload, cr->payload + cr->len, false };
-		return 1;
-	}
-	struct wsp_cursor *c = &t->chunk;
-	if (c->p >= c->end)
-		return 0;
-	*type = wsp_get_varint(c);
-	uint64_t rlen = wsp_get_varint(c);
-	if (c->bad || rlen > (uint64_t)(c->end - c->p))
-		return WSPROF_E_CORRUPT;
-	*r = (struct wsp_cursor){ c->p, c->p + rlen, false };
-	c->p += rlen;
-	cr->compact = false;
-	return 1;
-}
-
-/* Drop emptied runs and, once holes are most of the list, close them up:
- * each event is moved at most a constant number of times on average. */
-static void pending_compact(wsprof_trace *t)
-{
-	size_t kept = 0;
-	for (size_t i = 0; i < t->nruns; i++)
-		if (t->runs[i].next < t->runs[i].end || (i == t->nruns - 1 && t->run_open))
-			t->runs[kept++] = t->runs[i];
-	t->nruns = kept;
-	if (t->nlive * 2 >= t->npend)
-		return;
-	size_t to = 0;
-	for (size_t i = 0; i < t->nruns; i++) {
-		size_t n = t->runs[i].end - t->runs[i].next;
-		memmove(t->pend + to, t->pend + t->runs[i].next, n * sizeof *t->pend);
-		t->runs[i] = (struct run){ to, to + n };
-		to += n;
-	}
-	t->npend = to;
-}
-
-/* A reader opened at a place (resume.h) hands out nothing below seq:
- * each run's prefix below it goes (a run is sorted), at each release. */
-static void pending_drop_below(wsprof_trace *t, uint64_t seq)
-{
-	for (size_t i = 0; i < t->nruns; i++) {
-		struct run *r = &t->runs[i];
-		for (; r->next < r->end && t->pend[r->next].seq < seq; r->next++, t->nlive--) {
-			extra_free(t->pend[r->next].x);
-			t->pend[r->next].x = NULL;
-		}
-	}
-}
-
-/* The number of the next event of the run at heap[k]. */
-#define HEAD(k) (t->pend[t->runs[heap[k]].next].seq)
-
-/* Begin a release: every pending event with seq < watermark (every one,
- * with all) is to go out, sorted, by release_emit. It is a k-way merge of
- * the runs' prefixes, each event copied once. t->nheap is nonzero while
- * it lasts. @return 0 or -ENOMEM. */
-static int release_begin(wsprof_trace *t, uint64_t watermark, bool all)
-{
-	if (!t->nruns)
-		return 0;
-	if (t->from_seq)
-		pending_drop_below(t, t->from_seq);
-	/* Where each run's prefix below the watermark stops, and a heap of
-	 * runs by the number of their next event. */
-	if (wsp_grow(&t->merge, &t->mergecap, 2 * t->nruns, sizeof *t->merge))
-		return -ENOMEM;
-	size_t *stop = t->merge, *heap = t->merge + t->nruns, nh = 0;
-	for (size_t i = 0; i < t->nruns; i++) {
-		const struct run *r = &t->runs[i];
-		size_t j = all ? r->end : r->next;
-		while (j < r->end && t->pend[j].seq < watermark)
-			j++;
-		stop[i] = j;
-	}
-	for (size_t i = 0; i < t->nruns; i++) {
-		if (stop[i] == t->runs[i].next)
-			continue;
-		size_t k = nh++; /* sift up */
-		heap[k] = i;
-		while (k && HEAD((k - 1) / 2) > HEAD(k)) {
-			size_t up = (k - 1) / 2, tmp = heap[up];
-			heap[up] = heap[k];
-			heap[k] = tmp;
-			k = up;
-		}
-	}
-	t->nheap = nh;
-	if (!nh && t->from_seq)
-		pending_compact(t); /* all of it dropped */
-	return 0;
-}
-
-/* Move up to room events of the release under way to out, in order.
- * @return how many. */
-static size_t release_emit(wsprof_trace *t, struct pending *out, size_t room)
-{
-	size_t *stop = t->merge, *heap = t->merge + t->nruns, nh = t->nheap, k = 0;
-	if (nh == 2) { /* the usual case of a program's two busiest threads: without a branch on the order */
-		struct run *a = &t->runs[heap[0]], *b = &t->runs[heap[1]];
-		const struct pending *pa = t->pend + a->next, *ea = t->pend + stop[heap[0]];
-		const struct pending *pb = t->pend + b->next, *eb = t->pend + stop[heap[1]];
-		while (k < room && pa < ea && pb < eb) {
-			bool first = pa->seq < pb->seq;
-			out[k++] = *(first ? pa : pb);
-			pa += first;
-			pb += !first;
-		}
-		a->next = (size_t)(pa - t->pend);
-		b->next = (size_t)(pb - t->pend);
-		if (pa == ea)
-			heap[0] = heap[1];
-		if (pa == ea || pb == eb)
-			nh = 1;
-		else if (pb->seq < pa->seq) { /* room ran out: the smaller head on top */
-			size_t tmp = heap[0];
-			heap[0] = heap[1];
-			heap[1] = tmp;
-		}
-	}
-	while (nh && k < room) {
-		struct run *r = &t->runs[heap[0]];
-		if (nh == 1) { /* one run left: the rest of its prefix at once */
-			size_t n = stop[heap[0]] - r->next;
-			n = n < room - k ? n : room - k;
-			memcpy(out + k, t->pend + r->next, n * sizeof *out);
-			r->next += n;
-			k += n;
-			nh = r->next < stop[heap[0]];
-			break;
-		}
-		out[k++] = t->pend[r->next++];
-		if (r->next == stop[heap[0]])
-			heap[0] = heap[--nh];
-		for (size_t i = 0;;) { /* sift down */
-			size_t a = 2 * i + 1, b = a + 1, m = i;
-			if (a < nh && HEAD(a) < HEAD(m))
-				m = a;
-			if (b < nh && HEAD(b) < HEAD(m))
-				m = b;
-			if (m == i)
-				break;
-			size_t tmp = heap[m];
-			heap[m] = heap[i];
-			heap[i] = tmp;
-			i = m;
-		}
-	}
-#undef HEAD
-	for (size_t i = 0; WSP_CHECKED && i < k; i++) {
-		WSP_ASSERT_MSG(t->disordered || out[i].seq >= t->out_seq, "event %llu released after %llu",
-			       (unsigned long long)out[i].seq, (unsigned long long)t->out_seq);
-		t->out_seq = out[i].seq;
-	}
-	t->nheap = nh;
-	t->nlive -= k;
-	if (!nh)
-		pending_compact(t);
-	return k;
-}
-
-/* Decode the current chunk's records until a SYNC begins a release (1),
- * the chunk ends (0), or the batch being filled holds BATCH_DEFS stack
- * nodes (2): only the events between two SYNCs are ever held. */
-static int read_pycode(wsprof_trace *t, struct wsp_cursor *r)
-{
-	uint64_t id = wsp_get_field(r), first = wsp_get_field(r);
-	size_t qn, fn, ln;
-	const uint8_t *q = wsp_get_bytes(r, &qn), *f = wsp_get_bytes(r, &fn), *l = wsp_get_bytes(r, &ln);
-	if (r->bad || !q || !f || !l)
-		return WSPROF_E_CORRUPT;
-	int err = wsp_pycodes_add(&t->pycodes, id, first, dup_bytes(q, qn), dup_bytes(f, fn),
-				  (uint8_t *)dup_bytes(l, ln), ln);
-	t->w.pycodes = t->pycodes.count;
-	return err;
-}
-
-/* A stamped record, not an event: its deltas still move the segment's. */
-static int read_python(wsprof_trace *t, struct segment *seg, struct wsp_cursor *r)
-{
-	seg->seq += wsp_get_field(r);
-	seg->time += wsp_get_field(r);
-	uint64_t version = wsp_get_field(r), frames = wsp_get_field(r), objects = wsp_get_field(r);
-	char *path = get_string(r), *note = get_string(r);
-	if (!path || !note) {
-		free(path);
-		free(note);
-		return -ENOMEM;
-	}
-	if (r->bad || t->python.seen) { /* one interpreter a process */
-		free(path);
-		free(note);
-		return r->bad ? WSPROF_E_CORRUPT : 0;
-	}
-	t->python = (wsprof_python){ 1, (uint32_t)version, frames != 0, (unsigned)objects, path, note };
-	t->w.python = true;
-	return 0;
-}
-
-/* A segment's events are in seq order: its last seq, once it has pushed
- * one (its run is open), is the highest of the segment, which the chunk's
- * place keeps. Nothing to do for each event. */
-static void segment_close(wsprof_trace *t, const struct segment *seg)
-{
-	if (seg->open && t->run_open && seg->seq > t->place.max_seq)
-		t->place.max_seq = seg->seq;
-}
-
-static int place_add(wsprof_trace *t, const struct wsp_chunk_place *p)
-{
-	if (wsp_grow(&t->places, &t->placecap, t->nplaces + 1, sizeof *t->places))
-		return -ENOMEM;
-	t->places[t->nplaces++] = *p;
-	return 0;
-}
-
-static int decode_some(wsprof_trace *t)
-{
-	struct segment *seg = &t->seg;
-	for (;;) {
-		uint64_t type;
-		struct wsp_cursor r;
-		struct wsp_col_record cr;
-		int got = next_record(t, &type, &r, &cr);
-		if (got <= 0) {
-			if (got < 0)
-				return got;
-			break;
-		}
-		int err = 0;
-		switch (type) {
-		case WSP_REC_SEGMENT:
-			segment_close(t, seg);
-			t->run_open = false; /* its events are a run of their own */
-			seg->tid = (uint32_t)wsp_get_field(&r);
-			seg->seq = wsp_get_field(&r);
-			seg->time = wsp_get_field(&r);
-			seg->addr = 0;
-			seg->open = true;
-			break;
-		case WSP_REC_SYNC: {
-			uint64_t watermark = wsp_get_field(&r), time = wsp_get_field(&r);
-			if (time > t->w.last_time)
-				t->w.last_time = time; /* a quiet program's trace still shows how long it ran */
-			if (watermark > t->place.watermark)
-				t->place.watermark = watermark;
-			err = release_begin(t, watermark, false);
-			break;
-		}
-		case WSP_REC_STACK: {
-			uint64_t id = wsp_get_field(&r), parent = wsp_get_field(&r), ip = wsp_get_field(&r);
-			err = r.bad ? WSPROF_E_CORRUPT : add_stack(t, id, parent, ip);
-			break;
-		}
-		case WSP_REC_PYFRAME: {
-			uint64_t id = wsp_get_field(&r), parent = wsp_get_field(&r), code = wsp_get_field(&r),
-				 instr = wsp_get_field(&r);
-			err = r.bad || code >> 39 || instr > 0xffffff
-				      ? WSPROF_E_CORRUPT
-				      : add_stack(t, id, parent, WSPROF_PYFRAME_IP(code, instr));
-			break;
-		}
-		case WSP_REC_PY_CODE:
-			err = read_pycode(t, &r);
-			break;
-		case WSP_REC_PYTHON:
-			if (!seg->open)
-				return WSPROF_E_CORRUPT;
-			err = read_python(t, seg, &r);
-			break;
-		case WSP_REC_ALLOC: case WSP_REC_FREE: case WSP_REC_MOVE: case WSP_REC_FAIL:
-		case WSP_REC_UNMAP: case WSP_REC_MODULE_LOAD: case WSP_REC_MODULE_UNLOAD:
-		case WSP_REC_FORK: case WSP_REC_EXEC: case WSP_REC_STREAM_REACHED: case WSP_REC_DEVICE_MEMORY:
-		case WSP_REC_ANNOTATE: case WSP_REC_ACCESS: case WSP_REC_RSS: case WSP_REC_RECORDING:
-		case WSP_REC_HEAP_TOTALS:
-			if (!seg->open)
-				return WSPROF_E_CORRUPT;
-			err = cr.compact ? decode_compact(t, seg, &cr) : decode_event(t, seg, type, &r);
-			if (type == WSP_REC_EXEC)
-				t->w.exec_seen = true;
-			break;
-		default:
-			break; /* a record of a later minor version */
-		}
-		if (err)
-			return err;
-		if (r.bad)
-			return WSPROF_E_CORRUPT;
-		if (t->nheap)
-			return 1;
-		if (t->filling->ndefs >= BATCH_DEFS)
-			return 2;
-	}
-	segment_close(t, seg);
-	t->in_chunk = false;
-	t->w.chunks++;
-	return place_add(t, &t->place);
-}
+/* ---- chunks read and unpacked (the unpacking side) ---------------------- */
 
 static int read_footer(wsprof_trace *t, struct frame *fr, uint32_t size, const uint8_t *first)
 {
@@ -1417,6 +444,8 @@ static struct frame *frame_next(wsprof_trace *t)
 	return t->decoding;
 }
 
+/* ---- chunks decoded into batches (the decoding side) -------------------- */
+
 /* Take the next frame: a chunk to decode (1), the end (0) or damage. */
 static int take_frame(wsprof_trace *t)
 {
@@ -1431,17 +460,7 @@ static int take_frame(wsprof_trace *t)
 		return fr->result;
 	/* The recorder writes nothing after an EXEC's chunk unless exec failed. */
 	t->w.exec_seen = false;
-	t->chunk = (struct wsp_cursor){ fr->records, fr->records + fr->len, false };
-	t->in_columns = fr->columns;
-	if (fr->columns) {
-		if (!t->columns && !(t->columns = alloc_big(t, sizeof *t->columns)))
-			return -ENOMEM;
-		if (wsp_columns_begin(&t->iter, t->columns, fr->records, fr->len) > WSP_CHUNK_RAW_MAX)
-			return WSPROF_E_CORRUPT;
-	}
-	memset(&t->seg, 0, sizeof t->seg);
-	t->in_chunk = true;
-	return 1;
+	return reader_chunk_begin(t, fr->records, fr->len, fr->columns);
 }
 
 /* Read on until a release is under way (1), the end (0), or the batch
@@ -1455,12 +474,12 @@ static int advance(wsprof_trace *t)
 		if (t->w.eof) {
 			if (!t->nlive)
 				return 0;
-			int err = release_begin(t, 0, true);
+			int err = reader_release_begin(t, 0, true);
 			return err ? err : t->nheap ? 1 : 0;
 		}
 		int r;
 		if (t->in_chunk) {
-			r = decode_some(t);
+			r = reader_decode_some(t);
 			if (r > 0)
 				return r;
 			if (r == 0)
@@ -1481,7 +500,7 @@ static int advance(wsprof_trace *t)
 		struct wsp_chunk_place end = { t->place.offset, (uint32_t)t->w.chunks, 0, 0 };
 		if (r == 0 && !t->w.footer.seen && t->nplaces)
 			end = (struct wsp_chunk_place){ t->places[t->nplaces - 1].offset, t->places[t->nplaces - 1].index, 0, 0 };
-		if (place_add(t, &end))
+		if (reader_place_add(t, &end))
 			return -ENOMEM;
 		if (r < 0)
 			t->w.error = r;
@@ -1528,7 +547,7 @@ static int fill(wsprof_trace *t, struct batch *b, bool greedy)
 		}
 		if (b->n == BATCH_EVENTS)
 			return 0;
-		b->n += release_emit(t, b->ev + b->n, BATCH_EVENTS - b->n);
+		b->n += reader_release_emit(t, b->ev + b->n, BATCH_EVENTS - b->n);
 	}
 }
 
@@ -1656,54 +675,15 @@ static int batch_next(wsprof_trace *t)
 
 /* ---- events out (the caller's side) ------------------------------------ */
 
-static int stack_set(wsprof_trace *t, const struct stack_def *d)
-{
-	if (t->forget_stacks)
-		return 0;
-	if (d->id >= t->nstacks) {
-		size_t cap = t->nstacks, need = (size_t)d->id + 1;
-		if (wsp_grow(&t->stacks, &cap, need, sizeof *t->stacks))
-			return -ENOMEM;
-		memset(t->stacks + t->nstacks, 0, (cap - t->nstacks) * sizeof *t->stacks);
-		t->nstacks = cap;
-	}
-	/* A parent past every id (a damaged trace) stays one, whatever its top bit. */
-	uint64_t parent = d->parent < NODE_DEFINED ? d->parent : NODE_DEFINED - 1;
-	t->stacks[d->id] = (struct stack_node){ parent | NODE_DEFINED, d->ip };
-	return 0;
-}
-
 /* Mark k of the batch being handed out: its stack nodes join the table,
  * and where reading had got becomes what the status says. */
 static int mark_apply(wsprof_trace *t, size_t k)
 {
 	const struct batch *b = t->reading;
 	for (size_t i = k ? b->marks[k - 1].defs : 0; i < b->marks[k].defs; i++)
-		if (stack_set(t, &b->defs[i]))
+		if (reader_stack_set(t, &b->defs[i]))
 			return -ENOMEM;
 	t->seen = b->marks[k].at;
-	return 0;
-}
-
-/* Keep the module table in step with the events handed out; the module
- * moves from the event into the table. */
-static int apply_module(wsprof_trace *t, int type, uint64_t base, struct extra *x)
-{
-	if (type == WSPROF_EV_MODULE_UNLOAD) {
-		for (size_t i = 0; i < t->nmods; i++) {
-			if (t->mods[i].base != base)
-				continue;
-			module_free(&t->mods[i]);
-			t->mods[i] = t->mods[--t->nmods];
-			break;
-		}
-		return 0;
-	}
-	if (wsp_grow(&t->mods, &t->modcap, t->nmods + 1, sizeof *t->mods))
-		return -ENOMEM;
-	t->mods[t->nmods++] = *x->mod;
-	free(x->mod);
-	x->mod = NULL;
 	return 0;
 }
 
@@ -1738,7 +718,7 @@ static void event_out(const struct pending *p, wsprof_event *ev)
 
 int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
 {
-	extra_recycle(t, t->current);
+	reader_extra_recycle(t, t->current);
 	t->current = NULL;
 	const struct batch *b;
 	for (;;) {
@@ -1759,13 +739,13 @@ int wsprof_trace_next(wsprof_trace *t, wsprof_event *ev)
 	event_out(p, ev);
 	if (p->type == WSPROF_EV_MODULE_LOAD) {
 		/* Point the event at the table's copy, which outlives it. */
-		if (apply_module(t, p->type, p->addr, x))
+		if (reader_apply_module(t, p->type, p->addr, x))
 			return -ENOMEM;
 		const struct module *m = &t->mods[t->nmods - 1];
 		ev->path = m->path;
 		ev->build_id = m->build_id;
 		ev->build_id_len = m->build_id_len;
-	} else if (p->type == WSPROF_EV_MODULE_UNLOAD && apply_module(t, p->type, p->addr, x)) {
+	} else if (p->type == WSPROF_EV_MODULE_UNLOAD && reader_apply_module(t, p->type, p->addr, x)) {
 		return -ENOMEM;
 	}
 	return 1;
@@ -1806,99 +786,18 @@ void wsprof_trace_position(const wsprof_trace *t, uint64_t *bytes_read, uint64_t
 	*file_size = t->file_size;
 }
 
-void wsprof_trace_forget_stacks(wsprof_trace *t)
-{
-	t->forget_stacks = true;
-	free(t->stacks);
-	t->stacks = NULL;
-	t->nstacks = 0;
-}
-
-size_t wsprof_trace_stack(const wsprof_trace *t, uint64_t stack, uint64_t *ips, size_t max)
-{
-	size_t depth = 0;
-	/* The depth bound also stops a cycle in a corrupt trace. */
-	while (stack && stack < t->nstacks && (t->stacks[stack].parent & NODE_DEFINED) && depth < 4096) {
-		if (depth < max)
-			ips[depth] = t->stacks[stack].ip;
-		depth++;
-		uint64_t parent = t->stacks[stack].parent & ~NODE_DEFINED;
-		if (parent >= stack && parent != 0)
-			break; /* parents are always defined first */
-		stack = parent;
-	}
-	return depth;
-}
-
-int wsprof_trace_stack_node(const wsprof_trace *t, uint64_t node, uint64_t *parent, uint64_t *ip)
-{
-	if (!node || node >= t->nstacks || !(t->stacks[node].parent & NODE_DEFINED))
-		return 0;
-	*parent = t->stacks[node].parent & ~NODE_DEFINED;
-	*ip = t->stacks[node].ip;
-	return 1;
-}
-
-static const struct module *module_covering(const wsprof_trace *t, uint64_t addr)
-{
-	for (size_t i = 0; i < t->nmods; i++) {
-		const struct module *m = &t->mods[i];
-		for (size_t s = 0; s < m->nsegs; s++) {
-			uint64_t lo = m->base + m->segs[s][0];
-			if (addr >= lo && addr - lo < m->segs[s][1])
-				return m;
-		}
-	}
-	return NULL;
-}
-
-const char *wsprof_trace_module_at(const wsprof_trace *t, uint64_t addr, uint64_t *base)
-{
-	const struct module *m = module_covering(t, addr);
-	if (m && base)
-		*base = m->base;
-	return m ? m->path : NULL;
-}
-
-int wsprof_trace_module_info_at(const wsprof_trace *t, uint64_t addr, wsprof_module_info *info)
-{
-	const struct module *m = module_covering(t, addr);
-	if (!m)
-		return 0;
-	info->path = m->path;
-	info->base = m->base;
-	info->build_id = m->build_id_len ? m->build_id : NULL;
-	info->build_id_len = m->build_id_len;
-	return 1;
-}
-
-int wsprof_trace_module_span_at(const wsprof_trace *t, uint64_t addr, uint64_t *start, uint64_t *end)
-{
-	const struct module *m = module_covering(t, addr);
-	if (!m)
-		return 0;
-	*start = UINT64_MAX;
-	*end = 0;
-	for (size_t s = 0; s < m->nsegs; s++) {
-		uint64_t lo = m->base + m->segs[s][0];
-		*start = lo < *start ? lo : *start;
-		*end = lo + m->segs[s][1] > *end ? lo + m->segs[s][1] : *end;
-	}
-	return 1;
-}
-
 void wsprof_trace_close(wsprof_trace *t)
 {
 	if (!t)
 		return;
 	threads_end(t);
-	extra_free(t->current);
-	extras_free(t->spare);
-	extras_free(atomic_load(&t->recycled));
+	reader_extra_free(t->current);
+	reader_extras_free(t->spare);
+	reader_extras_free(atomic_load(&t->recycled));
 	for (size_t i = 0; i < t->queued; i++) { /* events never handed out */
 		struct batch *b = &t->batches[(t->head + i) % NBATCH];
 		for (size_t j = b == t->reading ? t->pos : 0; j < b->n; j++)
-			extra_free(b->ev[j].x);
+			reader_extra_free(b->ev[j].x);
 	}
 	wsp_free_huge(t->batch_ev, t->batch_evcap, sizeof *t->batch_ev);
 	for (size_t i = 0; i < NBATCH; i++) {
@@ -1909,13 +808,13 @@ void wsprof_trace_close(wsprof_trace *t)
 	}
 	for (size_t i = 0; i < t->nruns; i++)
 		for (size_t j = t->runs[i].next; j < t->runs[i].end; j++)
-			extra_free(t->pend[j].x);
+			reader_extra_free(t->pend[j].x);
 	free(t->runs);
 	free(t->merge);
 	free_big(t, t->pend, t->pendcap, sizeof *t->pend);
 	free(t->defined);
 	for (size_t i = 0; i < t->nmods; i++)
-		module_free(&t->mods[i]);
+		reader_module_free(&t->mods[i]);
 	free(t->mods);
 	free(t->stacks);
 	free(t->tids);
@@ -2004,119 +903,5 @@ int wsp_trace_open_at(const char *path, const struct wsp_resume *r, wsprof_trace
 	t->chunks_read = t->w.chunks = r->chunk;
 	t->seen = t->w;
 	*out = t;
-	return 0;
-}
-
-int wsp_trace_seed_stack(wsprof_trace *t, uint64_t id, uint64_t parent, uint64_t ip)
-{
-	if (t->started)
-		return -EBUSY;
-	/* add_stack's bound, and the batch it notes the node in (no thread yet: it is ours). */
-	t->filling = &t->batches[0];
-	int err = add_stack(t, id, parent, ip);
-	if (err)
-		return err == WSPROF_E_CORRUPT ? -EINVAL : err;
-	struct batch *b = &t->batches[0];
-	return stack_set(t, &b->defs[--b->ndefs]);
-}
-
-static char *dup_string(const char *s)
-{
-	return dup_bytes((const uint8_t *)(s ? s : ""), s ? strlen(s) : 0);
-}
-
-int wsp_trace_seed_pycode(wsprof_trace *t, uint64_t id, unsigned firstlineno, const char *qualname,
-			  const char *filename, const uint8_t *linetable, size_t linetable_len)
-{
-	if (t->started)
-		return -EBUSY;
-	int err = wsp_pycodes_add(&t->pycodes, id, firstlineno, dup_string(qualname), dup_string(filename),
-				  (uint8_t *)dup_bytes(linetable ? linetable : (const uint8_t *)"", linetable_len),
-				  linetable_len);
-	t->w.pycodes = t->seen.pycodes = t->pycodes.count;
-	return err;
-}
-
-int wsp_trace_seed_python(wsprof_trace *t, const wsprof_python *py)
-{
-	if (t->started)
-		return -EBUSY;
-	char *path = dup_string(py->path), *note = dup_string(py->note);
-	if (!path || !note) {
-		free(path);
-		free(note);
-		return -ENOMEM;
-	}
-	free((char *)t->python.path);
-	free((char *)t->python.note);
-	t->python = *py;
-	t->python.seen = 1;
-	t->python.path = path;
-	t->python.note = note;
-	t->w.python = t->seen.python = true;
-	return 0;
-}
-
-int wsp_trace_seed_module(wsprof_trace *t, uint64_t base, const char *path, const uint8_t *build_id,
-			  size_t build_id_len, size_t nsegs, const uint64_t (*segs)[2])
-{
-	if (t->started)
-		return -EBUSY;
-	if (wsp_grow(&t->mods, &t->modcap, t->nmods + 1, sizeof *t->mods))
-		return -ENOMEM;
-	struct module m = { .base = base, .build_id_len = build_id_len, .nsegs = nsegs };
-	m.path = dup_string(path);
-	m.build_id = (uint8_t *)dup_bytes(build_id ? build_id : (const uint8_t *)"", build_id_len);
-	m.segs = nsegs <= SIZE_MAX / sizeof *m.segs ? malloc((nsegs ? nsegs : 1) * sizeof *m.segs) : NULL;
-	if (!m.path || !m.build_id || !m.segs) {
-		module_free(&m);
-		return -ENOMEM;
-	}
-	if (nsegs)
-		memcpy(m.segs, segs, nsegs * sizeof *m.segs);
-	t->mods[t->nmods++] = m;
-	return 0;
-}
-
-int wsp_trace_each_stack_node(const wsprof_trace *t, int (*fn)(void *arg, uint64_t id, uint64_t parent, uint64_t ip),
-			      void *arg)
-{
-	for (size_t id = 1; id < t->nstacks; id++) {
-		const struct stack_node *n = &t->stacks[id];
-		if (!(n->parent & NODE_DEFINED))
-			continue;
-		int r = fn(arg, id, n->parent & ~NODE_DEFINED, n->ip);
-		if (r)
-			return r;
-	}
-	return 0;
-}
-
-/* Up to the count of the last mark applied: those entries were written
- * before the mark was (pycode.h). */
-int wsp_trace_each_pycode(const wsprof_trace *t, int (*fn)(void *arg, uint64_t id, const wsprof_pycode *code),
-			  void *arg)
-{
-	for (size_t i = 0; i < t->seen.pycodes; i++) {
-		uint64_t id = wsp_pycodes_nth(&t->pycodes, i);
-		int r = fn(arg, id, wsp_pycodes_get(&t->pycodes, id));
-		if (r)
-			return r;
-	}
-	return 0;
-}
-
-int wsp_trace_each_module(const wsprof_trace *t,
-			  int (*fn)(void *arg, uint64_t base, const char *path, const uint8_t *build_id,
-				    size_t build_id_len, size_t nsegs, const uint64_t (*segs)[2]),
-			  void *arg)
-{
-	for (size_t i = 0; i < t->nmods; i++) {
-		const struct module *m = &t->mods[i];
-		int r = fn(arg, m->base, m->path, m->build_id_len ? m->build_id : NULL, m->build_id_len, m->nsegs,
-			   (const uint64_t (*)[2])m->segs);
-		if (r)
-			return r;
-	}
 	return 0;
 }

@@ -1,7 +1,9 @@
 /*
- * model_internal.h - what the files of the model share (model.c, access.c):
- * the model's own layout and the helpers both use. Not for views: they
- * ask model.h.
+ * model_internal.h - what the files of the model share (model.c, heap.c,
+ * ranges.c, figures.c, estimates.c, callers.c, access.c, annotations.c,
+ * books.c, query.c, checkpoint.c): the model's own layout and the
+ * helpers they use of each other, by file. Not for views: they ask
+ * model.h.
  */
 #ifndef WSP_MODEL_INTERNAL_H
 #define WSP_MODEL_INTERNAL_H
@@ -172,32 +174,67 @@ static inline size_t hash64(uint64_t x, size_t cap)
 	return (size_t)x & (cap - 1);
 }
 
-bool model_estimated(const struct wsp_model *m, unsigned kind);
-int model_apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev);
-int model_build_ordered(struct wsp_model *m);
-int model_order_new(struct wsp_model *m);
-int model_ensure_wss(struct wsp_model *m, wsprof_trace *t);
-size_t model_range_first_after(const struct range_set *rs, uint64_t addr);
-struct wsp_block *model_heap_find(struct wsp_model *m, uint64_t addr);
-uint64_t model_treap_ceil(const struct treap *t, uint64_t x);
-uint64_t model_treap_floor(const struct treap *t, uint64_t x);
-uint64_t model_weigh(const struct wsp_model *m, const struct wsp_block *b, uint64_t x);
+/* model.c: realloc/mremap in flight. */
+int model_stash_add(struct stash *s, const struct wsp_block *b);
 
-int model_apply_annotation(struct wsp_model *m, const wsprof_event *ev);
-int model_treap_insert(struct treap *t, uint64_t key, uint32_t place);
-int model_treap_lay_out(struct treap *t);
-struct ann *model_ann_find(const struct wsp_model *m, uint64_t key);
-struct treap *model_treap_of(struct wsp_model *m, uint64_t key);
+/* heap.c: blocks by key. model_heap_probe: the slot of a key's block, or
+ * the empty slot that ends its probe run; model_heap_insert_at takes
+ * that slot (SIZE_MAX: find it); model_heap_add puts a block into the
+ * table (checkpoint.c restores them so). */
+uint64_t model_block_key(unsigned kind, unsigned op, uint64_t addr);
+size_t model_heap_probe(const struct wsp_model *m, uint64_t addr);
 struct wsp_block *model_heap_at(const struct wsp_model *m, size_t i);
-void model_treap_remove(struct treap *t, uint64_t key);
-void model_ann_drop(struct wsp_model *m, const struct wsp_block *b);
-void model_count_free(struct wsp_model *m, const struct wsp_block *b);
-void model_heap_remove(struct wsp_model *m, struct wsp_block *b);
-void model_lose(struct wsp_model *m, const struct wsp_block *b);
-void model_note_in_use(struct wsp_kind_stats *k, uint64_t time);
-/* A block into the heap table (checkpoint.c restores them so). */
+struct wsp_block *model_heap_find(struct wsp_model *m, uint64_t addr);
+int model_heap_insert_at(struct wsp_model *m, const struct wsp_block *b, size_t j);
 int model_heap_add(struct wsp_model *m, const struct wsp_block *b);
+void model_heap_remove(struct wsp_model *m, struct wsp_block *b);
+
+/* ranges.c: address ranges. model_ranges_of: a kind's set (NULL: not a
+ * kind of ranges); model_ranges_beside: the other half of the mmap
+ * address space; model_ranges_cut releases [addr, addr+len) from both,
+ * into a stash for a MOVE. */
+struct range_set *model_ranges_of(struct wsp_model *m, unsigned kind);
+struct range_set *model_ranges_beside(struct wsp_model *m, unsigned kind);
+size_t model_range_first_after(const struct range_set *rs, uint64_t addr);
+int model_range_add(struct wsp_model *m, struct range_set *rs, struct wsp_block *b);
+int model_ranges_cut(struct wsp_model *m, unsigned kind, uint64_t addr, uint64_t len, struct stash *into);
+
+/* figures.c: what blocks add to. */
+void model_add_live(struct wsp_model *m, const struct wsp_block *b, uint64_t bytes, uint64_t blocks, uint64_t time);
+void model_sub_live(struct wsp_model *m, const struct wsp_block *b, uint64_t bytes, uint64_t blocks);
+void model_gain(struct wsp_model *m, const struct wsp_block *b, uint64_t time);
+void model_lose(struct wsp_model *m, const struct wsp_block *b);
+void model_count_free(struct wsp_model *m, const struct wsp_block *b);
+void model_note_in_use(struct wsp_kind_stats *k, uint64_t time);
+/* The figures of (kind, stack), made on first use. @return index or -ENOMEM. */
+int64_t model_site_of(struct wsp_model *m, unsigned kind, uint64_t stack);
 /* The allocation count of a thread; created at 0. NULL without memory. */
 uint64_t *model_serial_of(struct wsp_model *m, uint32_t tid);
+
+/* estimates.c: a sampled trace's weights and counted totals. */
+bool model_estimated(const struct wsp_model *m, unsigned kind);
+uint64_t model_weigh(const struct wsp_model *m, const struct wsp_block *b, uint64_t x);
+int model_apply_totals(struct wsp_model *m, const wsprof_event *ev);
+void model_count_heap(struct wsp_model *m);
+
+/* callers.c: whether an allocation by this stack counts (--caller). */
+bool model_caller_counts(struct wsp_model *m, wsprof_trace *t, uint64_t stack);
+
+/* access.c */
+int model_apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event *ev);
+int model_ensure_wss(struct wsp_model *m, wsprof_trace *t);
+
+/* annotations.c: annotations and the blocks in address order. */
+int model_apply_annotation(struct wsp_model *m, const wsprof_event *ev);
+struct ann *model_ann_find(const struct wsp_model *m, uint64_t key);
+void model_ann_drop(struct wsp_model *m, const struct wsp_block *b);
+int model_build_ordered(struct wsp_model *m);
+int model_order_new(struct wsp_model *m);
+struct treap *model_treap_of(struct wsp_model *m, uint64_t key);
+int model_treap_insert(struct treap *t, uint64_t key, uint32_t place);
+void model_treap_remove(struct treap *t, uint64_t key);
+int model_treap_lay_out(struct treap *t);
+uint64_t model_treap_ceil(const struct treap *t, uint64_t x);
+uint64_t model_treap_floor(const struct treap *t, uint64_t x);
 
 #endif
