@@ -145,7 +145,8 @@ int wsp_model_save(const struct wsp_model *m, bool failures, struct wsp_bytes *o
 	for (size_t i = 0; i < m->heap_cap; i++)
 		if (m->heap_keys[i])
 			heap[nheap++] = &m->blocks[m->heap_block[i]];
-	qsort(heap, nheap, sizeof *heap, key_cmp);
+	if (nheap)
+		qsort(heap, nheap, sizeof *heap, key_cmp);
 	wsp_bytes_varint(o, nheap);
 	uint64_t prev = 0;
 	for (size_t i = 0; i < nheap; i++)
