@@ -1,7 +1,7 @@
 /*
  * heatmap.c - the heatmap pages (heatmap.h): the grid heatgrid.c computed,
- * drawn a view a page; and the heatmaps as followers of the full report's
- * passes (wsp_heat_*).
+ * drawn a view a page; and the heatmaps following the full report's load
+ * (wsp_heat_*).
  */
 #include "heatgrid.h"
 
@@ -336,36 +336,28 @@ int wsp_heatmap_draw(struct wsp_doc *doc, const char *trace_path, const struct w
 	return pages;
 }
 
-/* struct wsp_heat is struct heat, computed by followers of another's passes. */
+/* struct wsp_heat is struct heat, computed following another's load. */
 struct wsp_heat {
 	struct heat h;
 };
 
-struct wsp_heat *wsp_heat_new(const char *trace_path, const struct wsp_heatmap_options *opt)
+struct wsp_heat *wsp_heat_new(const char *trace_path, const struct wsp_heatmap_options *opt,
+			      const struct wsp_loaded *l)
 {
 	struct wsp_heat *w = malloc(sizeof *w);
-	if (w) {
-		heat_init(&w->h, trace_path, opt);
-		w->h.l.borrowed = true; /* the passes and what they read are the caller's */
-	}
+	if (w)
+		heat_init(&w->h, trace_path, opt, l);
 	return w;
 }
 
-struct wsp_follower wsp_heat_first(struct wsp_heat *w)
+struct wsp_follower wsp_heat_follower(struct wsp_heat *w)
 {
-	return (struct wsp_follower){ heat_first_event, heat_first_end, &w->h };
-}
-
-struct wsp_follower wsp_heat_second(struct wsp_heat *w, const struct wsp_loaded *l)
-{
-	w->h.l.trace = l->trace;
-	w->h.l.syms = l->syms;
-	w->h.l.status = l->status;
-	return (struct wsp_follower){ heat_second_event, heat_second_end, &w->h };
+	return (struct wsp_follower){ heat_event, heat_end, &w->h };
 }
 
 int wsp_heat_pages(struct wsp_doc *doc, struct wsp_heat *w)
 {
+	w->h.l.status = w->h.load->status; /* set once the load ended */
 	return draw_pages(doc, &w->h);
 }
 

@@ -267,55 +267,59 @@ int wsp_cmd_report(int argc, char **argv)
 	enum wsp_doc_format format;
 	if (wsp_doc_format_of(out, &format))
 		return 2;
-	/* Two passes over the trace, whatever the pages: the load (which the
-	 * heatmaps' first pass and the index's builder follow), then one for
-	 * the heatmaps' grid; each memory state is replayed from the index. */
+	/* One pass over the trace: the load, which the heatmaps' grid and the
+	 * index's builder follow (the grid told by the load's model of the
+	 * blocks each access sample touches, as the model matches it); each
+	 * memory state is replayed from the index. */
 	struct wsp_heatmap_options heat_opt = { .views = 1u << WSP_HEAT_BY_ADDRESS | 1u << WSP_HEAT_BY_CALLSITE |
 							 1u << WSP_HEAT_BY_NAME,
 						.kind = -1 };
-	struct wsp_heat *heat = wsp_heat_new(trace, &heat_opt);
+	struct wsp_loaded l;
+	struct wsp_heat *heat = wsp_heat_new(trace, &heat_opt, &l);
 	if (!heat) {
 		fprintf(stderr, "wsprof: out of memory\n");
 		return 1;
 	}
-	struct wsp_loaded l;
+	/* The output first: one that cannot be written is told before the
+	 * trace is read (and its frames named). */
+	struct wsp_doc *doc = wsp_doc_open(out, true);
+	if (!doc) {
+		wsp_heat_free(heat);
+		return 1;
+	}
 	struct wsp_model_options mo = { .per_stack = true };
-	struct wsp_follower first = wsp_heat_first(heat);
+	struct wsp_follower grid = wsp_heat_follower(heat);
 	struct wsp_tindex *ix;
-	if (wsp_load_indexed(trace, &mo, true, &first, 1, &l, &ix)) {
+	if (wsp_load_indexed(trace, &mo, true, &grid, 1, &l, &ix)) {
+		wsp_doc_finish(doc, false);
 		wsp_heat_free(heat);
 		return 1;
 	}
 	struct states states = { .n = 0 };
-	struct wsp_follower second = wsp_heat_second(heat, &l);
 	int status = plan_states(&states, &l);
-	struct wsp_doc *doc = status ? NULL : wsp_doc_open(out, true);
-	if (doc) {
-		/* Every page of the load's model first (the sites and the flame
-		 * graph held, to come last as ever), so that the model goes before
-		 * the replay makes the heatmaps' own. */
-		unsigned kind = main_kind(&l);
-		draw_summary(doc, &l);
-		wsp_timeline_draw(doc, &l, -1);
-		wsp_wss_draw(doc, &l, -1);
-		wsp_doc_hold(doc, true);
-		draw_sites(doc, &l, kind);
-		wsp_flame_draw(doc, &l, kind, WSP_FLAME_PEAK);
-		wsp_doc_hold(doc, false);
-		wsp_model_free(l.model);
-		l.model = NULL;
-	}
-	if (!doc || wsp_follow(trace, &second, 1)) {
-		if (doc)
-			wsp_doc_finish(doc, false);
+	if (status) {
+		wsp_doc_finish(doc, false);
 		states_free(&states);
 		wsp_heat_free(heat);
 		wsp_tindex_close(ix);
 		wsp_loaded_free(&l);
 		return 1;
 	}
+	/* The sites and the flame graph held, to come last as ever; the
+	 * heatmaps borrow the load's model, which goes with them, before the
+	 * states' pages replay models of their own. */
+	unsigned kind = main_kind(&l);
+	draw_summary(doc, &l);
+	wsp_timeline_draw(doc, &l, -1);
+	wsp_wss_draw(doc, &l, -1);
+	wsp_doc_hold(doc, true);
+	draw_sites(doc, &l, kind);
+	wsp_flame_draw(doc, &l, kind, WSP_FLAME_PEAK);
+	wsp_doc_hold(doc, false);
 	wsp_heat_pages(doc, heat);
-	wsp_heat_free(heat); /* its model and grid, before the states' pages draw theirs */
+	wsp_heat_free(heat);
+	wsp_model_free(l.model);
+	l.model = NULL;
 	for (size_t i = 0; i < states.n && !status; i++)
 		status = wsp_state_replay(ix, &states.v[i]);
 	if (!status)

@@ -73,16 +73,93 @@ static int each_overlap(struct wsp_model *m, uint64_t addr, uint64_t len,
 	return 0;
 }
 
+/* One region of a sample being matched. */
+struct noting {
+	uint64_t time_ns, addr, end;
+};
+
 /* One region of a sample overlaps b by `bytes`: regions come in address
  * order, so the regions of one sample that overlap a block follow each
  * other, and their bytes add up (note_block, reset for each sample). */
 static void note_access(struct wsp_model *m, struct wsp_block *b, uint64_t bytes, void *arg)
 {
+	const struct noting *n = arg;
 	m->note_bytes = m->note_block == b ? m->note_bytes + bytes : bytes;
 	m->note_block = b;
-	b->last_access_ns = *(const uint64_t *)arg;
+	b->last_access_ns = n->time_ns;
 	if (m->note_bytes > b->accessed_bytes)
 		b->accessed_bytes = m->note_bytes;
+	if (m->observe)
+		m->observe(b, b->addr > n->addr ? b->addr : n->addr, b->addr + b->size < n->end ? b->addr + b->size : n->end,
+			   m->observe_arg);
+}
+
+struct each_pool {
+	struct wsp_model *m;
+	const struct treap *t;
+	uint64_t addr, end;
+	wsp_model_overlap_fn fn;
+	void *arg;
+};
+
+static void each_pool_node(uint32_t node, void *arg)
+{
+	const struct each_pool *ep = arg;
+	const struct wsp_block *b = &ep->m->blocks[ep->t->place[node - 1]];
+	uint64_t lo = wsp_block_addr(b), hi = lo + b->size;
+	if (hi > ep->addr && lo < ep->end)
+		ep->fn(b, lo > ep->addr ? lo : ep->addr, hi < ep->end ? hi : ep->end, ep->arg);
+}
+
+/* The blocks each_overlap does not walk: pool sub-allocations (their own
+ * treap, keyed in the pool space) and CUDA VMM mappings. */
+static int each_inside(struct wsp_model *m, uint64_t addr, uint64_t end, wsp_model_overlap_fn fn, void *arg)
+{
+	const struct treap *t = &m->by_addr[1];
+	if (model_order_new(m))
+		return -ENOMEM;
+	if (t->root) {
+		uint64_t lo = wsp_key_in(WSP_SPACE_POOL, addr), hi = wsp_key_in(WSP_SPACE_POOL, end - 1);
+		uint64_t k = model_treap_floor(t, lo);
+		struct each_pool ep = { m, t, addr, end, fn, arg };
+		wsp_treap_each(&t->pool, t->root, k && wsp_key_space(k) == WSP_SPACE_POOL ? k : lo, hi + 1, each_pool_node, &ep);
+	}
+	struct range_set *rs = &m->ranges[1];
+	for (size_t i = model_range_first_after(rs, addr); i < rs->n && rs->v[i].addr < end; i++) {
+		const struct wsp_block *b = &rs->v[i];
+		fn(b, b->addr > addr ? b->addr : addr, b->addr + b->size < end ? b->addr + b->size : end, arg);
+	}
+	return 0;
+}
+
+/* wsp_model_each_in's walk of memory blocks and mmap ranges. */
+struct each_in {
+	uint64_t addr, end;
+	wsp_model_overlap_fn fn;
+	void *arg;
+};
+
+static void each_in_block(struct wsp_model *m, struct wsp_block *b, uint64_t bytes, void *arg)
+{
+	(void)m;
+	(void)bytes;
+	const struct each_in *e = arg;
+	e->fn(b, b->addr > e->addr ? b->addr : e->addr, b->addr + b->size < e->end ? b->addr + b->size : e->end, e->arg);
+}
+
+int wsp_model_each_in(struct wsp_model *m, uint64_t addr, uint64_t len, wsp_model_overlap_fn fn, void *arg)
+{
+	if (m->totals_only || wsp_key_space(addr) != WSP_SPACE_MEMORY || !len)
+		return 0;
+	struct each_in e = { addr, addr + len < addr ? UINT64_MAX : addr + len, fn, arg };
+	int err = each_overlap(m, addr, len, each_in_block, &e);
+	return err ? err : each_inside(m, e.addr, e.end, fn, arg);
+}
+
+void wsp_model_observe_access(struct wsp_model *m, wsp_model_overlap_fn fn, void *arg)
+{
+	m->observe = fn;
+	m->observe_arg = arg;
 }
 
 /* Bytes of sorted regions r[0..n) inside [lo, hi). */
@@ -318,7 +395,11 @@ int model_apply_access(struct wsp_model *m, wsprof_trace *t, const wsprof_event 
 	m->note_block = NULL;
 	bool match = !m->totals_only && !m->unmatched_access;
 	for (size_t i = 0; match && i < ev->nregions; i++) {
-		int err = each_overlap(m, ev->regions[i].addr, ev->regions[i].len, note_access, (void *)&ev->time_ns);
+		uint64_t addr = ev->regions[i].addr, len = ev->regions[i].len;
+		struct noting n = { ev->time_ns, addr, addr + len < addr ? UINT64_MAX : addr + len };
+		int err = each_overlap(m, addr, len, note_access, &n);
+		if (!err && m->observe && len && wsp_key_space(addr) == WSP_SPACE_MEMORY)
+			err = each_inside(m, n.addr, n.end, m->observe, m->observe_arg);
 		if (err)
 			return err;
 	}

@@ -407,18 +407,56 @@ static int address_rows(struct heat *h, struct view *v)
 	return err;
 }
 
-/* ---- pass 2: filling the grid --------------------------------------------- */
-
-static size_t col_of(const struct heat *h, uint64_t t)
-{
-	if (t >= h->end_ns)
-		return h->ncols - 1;
-	return (size_t)((unsigned __int128)t * h->ncols / h->end_ns);
-}
+/* ---- the pass: filling the grid ------------------------------------------- */
 
 uint64_t heat_col_start(const struct heat *h, size_t c)
 {
 	return (uint64_t)((unsigned __int128)h->end_ns * c / h->ncols);
+}
+
+
+/* Columns of col_ns while the trace is read, merged two by two when the
+ * trace runs past FINE_COLUMNS of them (as series.c does): the time span
+ * is known only at its end, when they are laid again over the columns
+ * drawn (rebin). */
+static size_t fine_of(const struct heat *h, uint64_t t)
+{
+	size_t c = (size_t)(t / h->col_ns);
+	return c < FINE_COLUMNS ? c : FINE_COLUMNS - 1;
+}
+
+static void merge_cells(double *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		v[i] = v[2 * i] + (2 * i + 1 < 2 * n ? v[2 * i + 1] : 0);
+	memset(v + n, 0, (FINE_COLUMNS - n) * sizeof *v);
+}
+
+static void merge_view_columns(struct view *v, size_t n)
+{
+	for (size_t i = 0; i < v->nrows; i++) {
+		merge_cells(v->rows[i].live, n);
+		for (int s = 0; s < SOURCES; s++)
+			if (v->rows[i].accessed[s])
+				merge_cells(v->rows[i].accessed[s], n);
+	}
+}
+
+/* Columns up to t's: the width doubled until it fits. */
+static void columns_reach(struct heat *h, uint64_t t)
+{
+	while (t / h->col_ns >= FINE_COLUMNS) {
+		size_t n = FINE_COLUMNS / 2;
+		for (int by = 0; by < WSP_HEAT_BY_COUNT; by++)
+			if (by != WSP_HEAT_BY_ADDRESS)
+				merge_view_columns(&h->views[by], n);
+		merge_view_columns(&h->cells, n);
+		for (size_t i = 0; i < n; i++)
+			h->live_n[i] = h->live_n[2 * i] + h->live_n[2 * i + 1];
+		memset(h->live_n + n, 0, (FINE_COLUMNS - n) * sizeof *h->live_n);
+		h->sampled = (h->sampled + 1) / 2;
+		h->col_ns *= 2;
+	}
 }
 
 void heat_touch_row(struct view *v, long r, double bytes, int *err)
@@ -437,85 +475,199 @@ void heat_touch_row(struct view *v, long r, double bytes, int *err)
 	v->rows[r].pending += bytes;
 }
 
-/* Bytes of [lo, hi) into the bands they fall in. */
-void heat_bands_add(struct view *v, uint64_t lo, uint64_t hi, int *err)
+/* ---- cells of address space: the address rows, decided at the end -------- */
+
+static size_t cell_slot(const struct view *c, uint64_t key)
 {
-	for (size_t i = band_after(v, lo); i < v->nrows && v->rows[i].lo < hi; i++) {
-		uint64_t a = v->rows[i].lo > lo ? v->rows[i].lo : lo, b = v->rows[i].hi < hi ? v->rows[i].hi : hi;
-		heat_touch_row(v, (long)i, (double)(b - a), err);
+	return (size_t)(key * 0x9e3779b97f4a7c15ull >> 20) & (c->index_cap - 1);
+}
+
+static int cells_index(struct heat *h)
+{
+	struct view *c = &h->cells;
+	if (!c->index) {
+		c->index_cap = CELLS_INDEX;
+		if (!(c->index = malloc(c->index_cap * sizeof *c->index)))
+			return -ENOMEM;
+	}
+	memset(c->index, 0, c->index_cap * sizeof *c->index);
+	for (size_t i = 0; i < c->nrows; i++) {
+		size_t j = cell_slot(c, c->rows[i].lo / h->cell_size);
+		while (c->index[j])
+			j = (j + 1) & (c->index_cap - 1);
+		c->index[j] = (uint32_t)i + 1;
+	}
+	h->cell_last = SIZE_MAX;
+	return 0;
+}
+
+/* Twice as wide: neighbouring cells joined, with what they hold. */
+static int cells_coarsen(struct heat *h)
+{
+	struct view *c = &h->cells;
+	h->cell_size *= 2;
+	for (size_t i = 0; i < c->nrows; i++)
+		c->rows[i].lo -= c->rows[i].lo % h->cell_size;
+	size_t n = 0;
+	int err = 0;
+	for (size_t i = 0; i < c->nrows; i++) { /* kept in address order */
+		struct hrow *r = &c->rows[i];
+		if (n && c->rows[n - 1].lo == r->lo) {
+			struct hrow *into = &c->rows[n - 1];
+			for (size_t k = 0; k < FINE_COLUMNS; k++)
+				into->live[k] += r->live[k];
+			for (int s = 0; s < SOURCES && !err; s++) {
+				if (!r->accessed[s])
+					continue;
+				if (!into->accessed[s] && !(into->accessed[s] = calloc(FINE_COLUMNS, sizeof(double))))
+					err = -ENOMEM;
+				for (size_t k = 0; !err && k < FINE_COLUMNS; k++)
+					into->accessed[s][k] += r->accessed[s][k];
+			}
+			into->pending += r->pending;
+			free(r->label);
+			free(r->live);
+			for (int s = 0; s < SOURCES; s++)
+				free(r->accessed[s]);
+		} else {
+			c->rows[n++] = *r;
+		}
+	}
+	c->nrows = n;
+	c->ntouched = 0;
+	for (size_t i = 0; i < n; i++) {
+		c->rows[i].hi = c->rows[i].lo + h->cell_size;
+		if (c->rows[i].pending > 0)
+			c->touched[c->ntouched++] = i;
+	}
+	return err ? err : cells_index(h);
+}
+
+static int cmp_cell(const void *a, const void *b)
+{
+	const struct hrow *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The cell holding addr, made if new (past CELLS_CAP cells, all of them
+ * twice as wide first). -1 without memory. */
+static long cell_of(struct heat *h, uint64_t addr)
+{
+	struct view *c = &h->cells;
+	uint64_t key = addr / h->cell_size;
+	if (h->cell_last < c->nrows && c->rows[h->cell_last].lo / h->cell_size == key)
+		return (long)h->cell_last;
+	if (!c->index && cells_index(h))
+		return -1;
+	size_t j = cell_slot(c, key);
+	for (; c->index[j]; j = (j + 1) & (c->index_cap - 1))
+		if (c->rows[c->index[j] - 1].lo / h->cell_size == key)
+			return (long)(h->cell_last = c->index[j] - 1);
+	if (c->nrows >= CELLS_CAP) {
+		/* Coarsened in address order, then looked for again. */
+		qsort(c->rows, c->nrows, sizeof *c->rows, cmp_cell);
+		if (cells_coarsen(h))
+			return -1;
+		return cell_of(h, addr);
+	}
+	long r = heat_row_new(h, c, "", ROW_KEY);
+	if (r < 0)
+		return -1;
+	c->rows[r].lo = key * h->cell_size;
+	c->rows[r].hi = c->rows[r].lo + h->cell_size;
+	c->index[j] = (uint32_t)r + 1;
+	return (long)(h->cell_last = (size_t)r);
+}
+
+/* Bytes of [lo, hi) into the cells they fall in. */
+static void cells_add(struct heat *h, uint64_t lo, uint64_t hi, int *err)
+{
+	while (lo < hi && !*err) {
+		long r = cell_of(h, lo);
+		if (r < 0) {
+			*err = -ENOMEM;
+			return;
+		}
+		uint64_t end = h->cells.rows[r].hi;
+		end = end > hi || end <= lo ? hi : end;
+		heat_touch_row(&h->cells, r, (double)(end - lo), err);
+		lo = end;
 	}
 }
 
-/* The pending bytes of every row, spread over the columns of [start, end]. */
+/* Bytes of [lo, hi) into the bands they fall in (at the end: the cells' own). */
+static void bands_add_row(struct view *v, const struct hrow *cell, size_t ncols)
+{
+	double width = (double)(cell->hi - cell->lo);
+	for (size_t i = band_after(v, cell->lo); i < v->nrows && v->rows[i].lo < cell->hi; i++) {
+		uint64_t a = v->rows[i].lo > cell->lo ? v->rows[i].lo : cell->lo;
+		uint64_t b = v->rows[i].hi < cell->hi ? v->rows[i].hi : cell->hi;
+		if (b <= a)
+			continue;
+		double f = (double)(b - a) / width;
+		struct hrow *r = &v->rows[i];
+		for (size_t c = 0; c < ncols; c++)
+			r->live[c] += cell->live[c] * f;
+		for (int s = 0; s < SOURCES; s++) {
+			if (!cell->accessed[s])
+				continue;
+			if (!r->accessed[s] && !(r->accessed[s] = calloc(ncols, sizeof(double))))
+				continue; /* checked by the caller through live */
+			for (size_t c = 0; c < ncols; c++)
+				r->accessed[s][c] += cell->accessed[s][c] * f;
+		}
+	}
+}
+
+/* ---- splitting accesses and sampling the live set ------------------------- */
+
+/* The pending bytes of every row, spread over the fine columns of [start, end]. */
+static void spread_view(struct heat *h, struct view *v, unsigned source, uint64_t start, uint64_t end, int *err)
+{
+	for (size_t k = 0; k < v->ntouched; k++) {
+		struct hrow *r = &v->rows[v->touched[k]];
+		double bytes = r->pending;
+		r->pending = 0;
+		if (source >= SOURCES)
+			continue; /* a source of a later version */
+		if (!r->accessed[source] && !(r->accessed[source] = calloc(FINE_COLUMNS, sizeof(double)))) {
+			*err = -ENOMEM;
+			continue;
+		}
+		if (end <= start) {
+			r->accessed[source][fine_of(h, end)] += bytes;
+			continue;
+		}
+		for (size_t c = fine_of(h, start); c <= fine_of(h, end - 1); c++) {
+			uint64_t a = c * h->col_ns, b = a + h->col_ns;
+			a = a > start ? a : start;
+			b = b < end ? b : end;
+			if (b > a)
+				r->accessed[source][c] += bytes * (double)(b - a) / (double)(end - start);
+		}
+	}
+	v->ntouched = 0;
+}
+
 static void spread(struct heat *h, unsigned source, uint64_t start, uint64_t end, int *err)
 {
-	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
-		struct view *v = &h->views[by];
-		for (size_t k = 0; k < v->ntouched; k++) {
-			struct hrow *r = &v->rows[v->touched[k]];
-			double bytes = r->pending;
-			r->pending = 0;
-			if (!r->accessed[source] && !(r->accessed[source] = calloc(h->ncols, sizeof(double)))) {
-				*err = -ENOMEM;
-				continue;
-			}
-			if (end <= start) {
-				r->accessed[source][col_of(h, end)] += bytes;
-				continue;
-			}
-			for (size_t c = col_of(h, start); c <= col_of(h, end - 1); c++) {
-				uint64_t a = heat_col_start(h, c), b = c + 1 == h->ncols ? h->end_ns : heat_col_start(h, c + 1);
-				a = a > start ? a : start;
-				b = b < end ? b : end;
-				if (b > a)
-					r->accessed[source][c] += bytes * (double)(b - a) / (double)(end - start);
-			}
-		}
-		v->ntouched = 0;
-	}
+	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++)
+		if (by != WSP_HEAT_BY_ADDRESS)
+			spread_view(h, &h->views[by], source, start, end, err);
+	spread_view(h, &h->cells, source, start, end, err);
 }
 
-/* Bytes of a window that a block freed during it held, and no live block
- * holds now: to the freed block's rows (its name is gone with it). */
-static void split_departed(const struct wsp_block *b, uint64_t bytes, void *arg)
+/* Whether the address view splits accesses by block (a kind asked for)
+ * rather than taking every accessed byte. */
+static bool address_by_block(const struct heat *h)
 {
-	struct heat *h = arg;
-	if (b->excluded || !kind_wanted(h->opt->kind, b->kind) || !b->size)
-		return;
-	double w = (double)wsp_model_block_bytes(h->l.model, b) / (double)b->size * (double)bytes;
-	if (h->views[WSP_HEAT_BY_CALLSITE].wanted) {
-		long r = heat_row_of_stack(h, b->stack);
-		if (r < 0)
-			h->err = -ENOMEM;
-		else
-			heat_touch_row(&h->views[WSP_HEAT_BY_CALLSITE], r, w, &h->err);
-	}
-	if (h->views[WSP_HEAT_BY_NAME].wanted) {
-		uint32_t r;
-		heat_unnamed_row(h, &r);
-		if (!h->err)
-			heat_touch_row(&h->views[WSP_HEAT_BY_NAME], (long)r, w, &h->err);
-	}
+	return h->views[WSP_HEAT_BY_ADDRESS].wanted && h->opt->kind >= 0;
 }
 
-static int add_access(struct heat *h, unsigned source, uint64_t start, uint64_t end, const wsprof_region *regions,
-		      size_t n)
+/* Whether accesses are split by block at all. */
+static bool needs_blocks(const struct heat *h)
 {
-	if (source >= SOURCES)
-		return 0; /* a source of a later version */
-	int err = heat_needs_index(h) ? heat_index_rebuild(h) : 0;
-	/* A window (not a moment) also saw the blocks freed during it. */
-	bool window = wsp_access_is_window(source, end - start);
-	for (size_t i = 0; !err && i < n; i++) {
-		uint64_t hi = regions[i].addr + regions[i].len;
-		heat_split_region(h, regions[i].addr, hi < regions[i].addr ? UINT64_MAX : hi, &err);
-		if (!err && window && heat_needs_index(h))
-			err = wsp_model_each_departed(h->l.model, start, end, regions[i].addr, regions[i].len,
-						      split_departed, h);
-		err = err ? err : h->err;
-	}
-	spread(h, source, start, end, &err);
-	return err;
+	return h->views[WSP_HEAT_BY_CALLSITE].wanted || h->views[WSP_HEAT_BY_NAME].wanted || address_by_block(h);
 }
 
 /* The call-site row of a live block, kept beside the model by the block's
@@ -542,6 +694,68 @@ static long live_row_of_stack(struct heat *h, const struct wsp_block *b)
 	return r;
 }
 
+/* A live block's part [lo, hi) of an access region, as the model matches
+ * the sample (wsp_model_observe_access): to its rows, pending until the
+ * sample is spread. A byte of a sampled heap's block counts 1/p. */
+static void observe_block(const struct wsp_block *b, uint64_t lo, uint64_t hi, void *arg)
+{
+	struct heat *h = arg;
+	if (h->err || b->excluded || !kind_wanted(h->opt->kind, b->kind) || !b->size || hi <= lo)
+		return;
+	double bytes = (double)(hi - lo);
+	if (wsp_model_estimated(h->l.model, b->kind))
+		bytes *= (double)wsp_model_block_bytes(h->l.model, b) / (double)b->size;
+	if (address_by_block(h))
+		cells_add(h, lo, hi, &h->err);
+	if (h->views[WSP_HEAT_BY_CALLSITE].wanted)
+		heat_touch_row(&h->views[WSP_HEAT_BY_CALLSITE], live_row_of_stack(h, b), bytes, &h->err);
+	if (h->views[WSP_HEAT_BY_NAME].wanted)
+		heat_touch_row(&h->views[WSP_HEAT_BY_NAME], heat_row_of_name(h, b), bytes, &h->err);
+}
+
+/* Bytes of a window that a block freed during it held, and no live block
+ * holds now: to the freed block's rows (its name is gone with it). */
+static void split_departed(const struct wsp_block *b, uint64_t bytes, void *arg)
+{
+	struct heat *h = arg;
+	if (b->excluded || !kind_wanted(h->opt->kind, b->kind) || !b->size)
+		return;
+	double w = (double)wsp_model_block_bytes(h->l.model, b) / (double)b->size * (double)bytes;
+	if (h->views[WSP_HEAT_BY_CALLSITE].wanted)
+		heat_touch_row(&h->views[WSP_HEAT_BY_CALLSITE], heat_row_of_stack(h, b->stack), w, &h->err);
+	if (h->views[WSP_HEAT_BY_NAME].wanted) {
+		struct view *v = &h->views[WSP_HEAT_BY_NAME];
+		if (v->unnamed < 0)
+			v->unnamed = heat_row_new(h, v, "(unnamed memory)", ROW_UNNAMED);
+		heat_touch_row(v, v->unnamed, w, &h->err);
+	}
+}
+
+/* An access sample, its live blocks' parts already with their rows (the
+ * model told them as it matched it, or, for a wsprof_touch, asked now):
+ * every byte to the cells, the freed blocks a window saw to theirs, then
+ * all spread over the columns the sample covers. */
+static int add_access(struct heat *h, unsigned source, uint64_t start, uint64_t end, const wsprof_region *regions,
+		      size_t n, bool ask)
+{
+	int err = 0;
+	bool window = source < SOURCES && wsp_access_is_window(source, end - start);
+	for (size_t i = 0; !err && i < n && source < SOURCES; i++) {
+		uint64_t hi = regions[i].addr + regions[i].len;
+		hi = hi < regions[i].addr ? UINT64_MAX : hi;
+		if (ask && needs_blocks(h))
+			err = wsp_model_each_in(h->l.model, regions[i].addr, hi - regions[i].addr, observe_block, h);
+		if (!err && h->views[WSP_HEAT_BY_ADDRESS].wanted && !address_by_block(h))
+			cells_add(h, regions[i].addr, hi, &err);
+		if (!err && window && needs_blocks(h))
+			err = wsp_model_each_departed(h->l.model, start, end, regions[i].addr, regions[i].len,
+						      split_departed, h);
+		err = err ? err : h->err;
+	}
+	spread(h, source, start, end, &err);
+	return err;
+}
+
 /* A live block's bytes into the rows it counts in, pending until the
  * sample is taken (take_live_sample): whole bytes, summed exactly. */
 static void sample_block(const struct wsp_block *b, void *arg)
@@ -549,9 +763,8 @@ static void sample_block(const struct wsp_block *b, void *arg)
 	struct heat *h = arg;
 	if (h->err || b->excluded || !kind_wanted(h->opt->kind, b->kind) || !b->size)
 		return;
-	struct view *va = &h->views[WSP_HEAT_BY_ADDRESS];
-	if (va->wanted && (h->opt->kind >= 0 || !inside_another(b)))
-		heat_bands_add(va, wsp_block_addr(b), wsp_block_addr(b) + b->size, &h->err);
+	if (h->views[WSP_HEAT_BY_ADDRESS].wanted && (h->opt->kind >= 0 || !inside_another(b)))
+		cells_add(h, wsp_block_addr(b), wsp_block_addr(b) + b->size, &h->err);
 	double bytes = (double)wsp_model_block_bytes(h->l.model, b);
 	if (h->views[WSP_HEAT_BY_CALLSITE].wanted)
 		heat_touch_row(&h->views[WSP_HEAT_BY_CALLSITE], live_row_of_stack(h, b), bytes, &h->err);
@@ -559,155 +772,193 @@ static void sample_block(const struct wsp_block *b, void *arg)
 		heat_touch_row(&h->views[WSP_HEAT_BY_NAME], heat_row_of_name(h, b), bytes, &h->err);
 }
 
-/* Live sample k: every live block's bytes to its rows, a share of column
- * k / per_col. */
-static void take_live_sample(struct heat *h)
+static void flush_live(struct view *v, size_t c)
 {
-	size_t c = h->next / h->per_col;
+	for (size_t k = 0; k < v->ntouched; k++) {
+		struct hrow *r = &v->rows[v->touched[k]];
+		r->live[c] += r->pending;
+		r->pending = 0;
+	}
+	v->ntouched = 0;
+}
+
+/* A sample of the live set, every live block's bytes to its rows, into
+ * fine column c (a column's live bytes: the mean of its samples). */
+static void take_live_sample(struct heat *h, size_t c)
+{
 	wsp_model_each_live(h->l.model, sample_block, h);
-	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
-		struct view *v = &h->views[by];
-		for (size_t k = 0; k < v->ntouched; k++) {
-			struct hrow *r = &v->rows[v->touched[k]];
-			r->live[c] += r->pending * h->live_weight;
-			r->pending = 0;
-		}
-		v->ntouched = 0;
-	}
+	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++)
+		if (by != WSP_HEAT_BY_ADDRESS)
+			flush_live(&h->views[by], c);
+	flush_live(&h->cells, c);
+	h->live_n[c]++;
 }
 
-static void warn_status(const char *path, const wsprof_trace_status *st)
+/* The samples of the columns whose middle is before t. */
+static void live_samples_before(struct heat *h, uint64_t t)
 {
-	if (st->error == WSPROF_E_TRUNCATED)
-		fprintf(stderr, "wsprof: warning: %s is truncated (no footer: the program was killed or is still running); "
-			"this heatmap covers its %llu complete chunks\n", path, (unsigned long long)st->chunks);
-	else if (st->error)
-		fprintf(stderr, "wsprof: warning: %s: %s after %llu chunks; this heatmap covers what came before\n", path,
-			wsprof_strerror(st->error), (unsigned long long)st->chunks);
+	while (!h->err && h->sampled < FINE_COLUMNS && h->sampled * h->col_ns + h->col_ns / 2 < t)
+		take_live_sample(h, h->sampled++);
 }
 
-/* Pass 1: the time span, the access window, the address ranges; event by
- * event, as a follower of the report's load or of a pass of its own. */
-int heat_first_event(void *arg, wsprof_trace *t, const wsprof_event *ev)
+/* The address ranges ever live or accessed, for the layout of the rows. */
+static int note_ranges(struct heat *h, const wsprof_event *ev)
 {
-	struct heat *h = arg;
-	if (!h->first_seen) {
-		h->first_seen = true;
-		h->window_ns = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
-	}
-	bool ranges = h->views[WSP_HEAT_BY_ADDRESS].wanted;
 	int kind = h->opt->kind, err = 0;
-	h->last_ns = ev->time_ns > h->last_ns ? ev->time_ns : h->last_ns;
-	if (ev->type == WSPROF_EV_ALLOC && ranges && kind_wanted(kind, ev->kind)) {
+	if (ev->type == WSPROF_EV_ALLOC && kind_wanted(kind, ev->kind)) {
 		uint64_t hi = ev->addr + ev->size < ev->addr ? UINT64_MAX : ev->addr + ev->size;
 		err = spans_add(&h->spans, ev->addr, hi, 0, (double)ev->size);
 	} else if (ev->type == WSPROF_EV_ACCESS) {
-		h->access = true;
-		if (!h->window_ns || ev->size > h->window_ns)
-			h->window_ns = ev->size;
-		for (size_t i = 0; ranges && !err && i < ev->nregions; i++) {
+		for (size_t i = 0; !err && i < ev->nregions; i++) {
 			uint64_t lo = ev->regions[i].addr, hi = lo + ev->regions[i].len < lo ? UINT64_MAX : lo + ev->regions[i].len;
 			err = kind >= 0 ? spans_weigh(&h->spans, lo, hi) : spans_add(&h->spans, lo, hi, (double)(hi - lo), 0);
 		}
-	} else if (ev->type == WSPROF_EV_ANNOTATE && ev->op == WSPROF_ANN_NAME) {
-		h->names = true;
 	} else if (ev->type == WSPROF_EV_ANNOTATE && ev->op == WSPROF_ANN_TOUCH) {
-		h->access = true;
 		uint64_t len = ev->size ? ev->size : 1;
-		if (ranges)
-			err = kind >= 0 ? spans_weigh(&h->spans, ev->addr, ev->addr + len)
-					: spans_add(&h->spans, ev->addr, ev->addr + len, (double)len, 0);
+		err = kind >= 0 ? spans_weigh(&h->spans, ev->addr, ev->addr + len)
+				: spans_add(&h->spans, ev->addr, ev->addr + len, (double)len, 0);
 	}
-	return err < 0 ? err : 0;
+	return err;
 }
 
-/* The columns, and the address rows the ranges make. */
-int heat_first_end(void *arg, wsprof_trace *t)
+static int pass_begin(struct heat *h, wsprof_trace *t)
 {
-	struct heat *h = arg;
-	wsprof_trace_status st;
-	wsprof_trace_get_status(t, &st);
-	if (!h->l.borrowed) /* a load that was followed has warned already */
-		warn_status(h->path, &st);
-	h->end_ns = st.end_time_ns > h->last_ns ? st.end_time_ns : h->last_ns;
-	if (!h->end_ns)
-		h->end_ns = 1;
-	/* A column a window at least, so a column is never a fraction of one sample. */
-	uint64_t cols = h->access && h->window_ns ? (h->end_ns + h->window_ns - 1) / h->window_ns : WSP_HEAT_COLUMNS;
-	h->ncols = cols < 1 ? 1 : cols > WSP_HEAT_COLUMNS ? WSP_HEAT_COLUMNS : (size_t)cols;
-	h->col_s = (double)h->end_ns / 1e9 / (double)h->ncols;
-	int err = h->views[WSP_HEAT_BY_ADDRESS].wanted ? address_rows(h, &h->views[WSP_HEAT_BY_ADDRESS]) : 0;
-	spans_free(&h->spans);
-	return err ? -ENOMEM : 0;
-}
-
-/* Sample k is taken at the middle of its share of the run. */
-static uint64_t sample_at(const struct heat *h, size_t k)
-{
-	return (uint64_t)(((unsigned __int128)h->end_ns * (2 * k + 1)) / (2 * h->samples));
-}
-
-/* Pass 2: the model replayed, the grid filled. Its model is the heatmap's
- * own; the trace and symbols, in the full report, the report's. */
-static int second_begin(struct heat *h, wsprof_trace *t)
-{
-	struct wsp_loaded *l = &h->l;
-	h->second_seen = true;
-	/* The grid splits accesses itself: the model need not match them to blocks. */
-	l->model = wsp_model_new(&(struct wsp_model_options){ .sample_bytes = wsprof_trace_process(t)->sample_bytes,
-							  .unmatched_access = true });
-	if (!l->borrowed && h->views[WSP_HEAT_BY_CALLSITE].wanted && !(l->syms = wsp_syms_new(stderr, wsp_load_stacks())))
+	const struct wsp_loaded *load = h->load;
+	h->begun = true;
+	if (load != &h->l) { /* the report's load: its trace, symbols and model */
+		h->l.trace = load->trace;
+		h->l.syms = load->syms;
+		h->l.model = load->model;
+	}
+	h->window_ns = (uint64_t)wsprof_trace_process(t)->window_ms * 1000000u;
+	h->col_ns = h->window_ns >= FINE_PER_WINDOW ? h->window_ns / FINE_PER_WINDOW : FIRST_COLUMN_NS;
+	h->ncols = FINE_COLUMNS; /* rows are made this wide until the end */
+	h->cell_size = PAGE;
+	if (!(h->live_n = calloc(FINE_COLUMNS, sizeof *h->live_n)))
 		return -ENOMEM;
-	if (!l->model)
-		return -ENOMEM;
-	h->per_col = LIVE_SAMPLES / h->ncols ? LIVE_SAMPLES / h->ncols : 1;
-	h->samples = h->per_col * h->ncols;
-	h->live_weight = 1.0 / (double)h->per_col;
-	h->stale = true;
+	if (needs_blocks(h))
+		wsp_model_observe_access(h->l.model, observe_block, h);
 	return 0;
 }
 
-int heat_second_event(void *arg, wsprof_trace *t, const wsprof_event *ev)
+/* Each event of the load, after its model took it. */
+int heat_event(void *arg, wsprof_trace *t, const wsprof_event *ev)
 {
 	struct heat *h = arg;
-	struct wsp_loaded *l = &h->l;
-	int err = h->second_seen ? 0 : second_begin(h, t);
-	for (; !err && h->next < h->samples && ev->time_ns > sample_at(h, h->next) && !h->err; h->next++)
-		take_live_sample(h);
-	err = err ? err : h->err ? h->err : wsp_model_apply(l->model, t, ev);
-	if (!err && !l->borrowed && l->syms && (ev->type == WSPROF_EV_ALLOC || ev->type == WSPROF_EV_FAIL))
-		err = wsp_syms_note_stack(l->syms, t, ev->stack);
+	int err = h->begun ? 0 : pass_begin(h, t);
 	if (err)
-		return err < 0 ? err : -EIO;
-	heat_follow(h, ev);
-	if (ev->type == WSPROF_EV_ACCESS) {
+		return err;
+	h->last_ns = ev->time_ns > h->last_ns ? ev->time_ns : h->last_ns;
+	columns_reach(h, h->last_ns);
+	if (h->views[WSP_HEAT_BY_ADDRESS].wanted)
+		err = note_ranges(h, ev);
+	if (!err && ev->type == WSPROF_EV_ACCESS) {
+		h->access = true;
+		if (!h->window_ns || ev->size > h->window_ns)
+			h->window_ns = ev->size;
 		uint64_t start = ev->time_ns > ev->size ? ev->time_ns - ev->size : 0;
-		err = add_access(h, ev->op, start, ev->time_ns, ev->regions, ev->nregions);
-	} else if (ev->type == WSPROF_EV_ANNOTATE && ev->op == WSPROF_ANN_TOUCH) {
+		err = add_access(h, ev->op, start, ev->time_ns, ev->regions, ev->nregions, false);
+	} else if (!err && ev->type == WSPROF_EV_ANNOTATE && ev->op == WSPROF_ANN_TOUCH) {
+		h->access = true;
 		const wsprof_region r = { ev->addr, ev->size ? ev->size : 1 };
-		err = add_access(h, WSPROF_ACCESS_ANNOTATED, ev->time_ns, ev->time_ns, &r, 1);
+		err = add_access(h, WSPROF_ACCESS_ANNOTATED, ev->time_ns, ev->time_ns, &r, 1, true);
+	} else if (ev->type == WSPROF_EV_ANNOTATE && ev->op == WSPROF_ANN_NAME) {
+		h->names = true;
 	}
+	if (!err)
+		live_samples_before(h, ev->time_ns);
+	err = err ? err : h->err;
 	return err < 0 ? err : 0;
+}
+
+/* A row's fine columns laid over the columns drawn: accessed bytes spread
+ * evenly over their column's time, live bytes the mean over the time of
+ * the column drawn of its fine columns' means. @return 0 or -ENOMEM. */
+static int rebin_row(struct heat *h, struct hrow *r)
+{
+	double *live = calloc(h->ncols, sizeof *live), *acc[SOURCES] = { 0 };
+	int err = live ? 0 : -ENOMEM;
+	for (int s = 0; s < SOURCES && !err; s++)
+		if (r->accessed[s] && !(acc[s] = calloc(h->ncols, sizeof(double))))
+			err = -ENOMEM;
+	for (size_t j = 0; j < h->ncols && !err; j++) {
+		uint64_t a = heat_col_start(h, j), b = j + 1 == h->ncols ? h->end_ns : heat_col_start(h, j + 1);
+		double num = 0, den = 0;
+		for (size_t i = fine_of(h, a); i <= fine_of(h, b ? b - 1 : 0); i++) {
+			/* The last fine column ends with the trace. */
+			uint64_t p = i * h->col_ns, end = p + h->col_ns < h->end_ns ? p + h->col_ns : h->end_ns, q = end;
+			p = p > a ? p : a;
+			q = q < b ? q : b;
+			double o = q > p ? (double)(q - p) : (b == a ? 1 : 0);
+			if (o <= 0)
+				continue;
+			for (int s = 0; s < SOURCES; s++)
+				if (acc[s])
+					acc[s][j] += r->accessed[s][i] * o / (double)(end > i * h->col_ns ? end - i * h->col_ns : 1);
+			if (h->live_n[i]) {
+				num += r->live[i] / h->live_n[i] * o;
+				den += o;
+			}
+		}
+		live[j] = den > 0 ? num / den : 0;
+	}
+	free(r->live);
+	r->live = live;
+	for (int s = 0; s < SOURCES; s++) {
+		free(r->accessed[s]);
+		r->accessed[s] = acc[s];
+	}
+	return err;
+}
+
+static int rebin_view(struct heat *h, struct view *v)
+{
+	for (size_t i = 0; i < v->nrows; i++)
+		if (rebin_row(h, &v->rows[i]))
+			return -ENOMEM;
+	return 0;
 }
 
 static int finish_view(struct heat *h, struct view *v);
 
-int heat_second_end(void *arg, wsprof_trace *t)
+/* The end of the load: the last samples, the columns drawn, the address
+ * rows from the ranges and the cells, each view finished. */
+int heat_end(void *arg, wsprof_trace *t)
 {
 	struct heat *h = arg;
-	struct wsp_loaded *l = &h->l;
-	int err = h->second_seen ? 0 : second_begin(h, t);
-	if (!err && !h->err)
-		err = wsp_model_finish(l->model);
-	for (; err >= 0 && h->next < h->samples && !h->err; h->next++)
-		take_live_sample(h);
-	err = err < 0 ? err : h->err;
-	if (!l->borrowed)
-		wsprof_trace_get_status(t, &l->status);
+	int err = h->begun ? 0 : pass_begin(h, t);
+	wsp_model_observe_access(h->l.model, NULL, NULL);
+	wsprof_trace_status st;
+	wsprof_trace_get_status(t, &st);
+	h->end_ns = st.end_time_ns > h->last_ns ? st.end_time_ns : h->last_ns;
+	if (!h->end_ns)
+		h->end_ns = 1;
+	columns_reach(h, h->end_ns);
+	/* The columns to the end, sampled with the live set as it ended. */
+	size_t last = fine_of(h, h->end_ns - 1);
+	while (!err && !h->err && h->sampled <= last)
+		take_live_sample(h, h->sampled++);
+	err = err ? err : h->err;
+	/* A column a window at least, so a column is never a fraction of one sample. */
+	uint64_t cols = h->access && h->window_ns ? (h->end_ns + h->window_ns - 1) / h->window_ns : WSP_HEAT_COLUMNS;
+	h->ncols = cols < 1 ? 1 : cols > WSP_HEAT_COLUMNS ? WSP_HEAT_COLUMNS : (size_t)cols;
+	h->col_s = (double)h->end_ns / 1e9 / (double)h->ncols;
+	for (int by = 0; by < WSP_HEAT_BY_COUNT && !err; by++)
+		if (by != WSP_HEAT_BY_ADDRESS)
+			err = rebin_view(h, &h->views[by]);
+	struct view *va = &h->views[WSP_HEAT_BY_ADDRESS];
+	if (!err && va->wanted) {
+		err = rebin_view(h, &h->cells);
+		err = err ? err : address_rows(h, va);
+		qsort(h->cells.rows, h->cells.nrows, sizeof *h->cells.rows, cmp_cell);
+		for (size_t i = 0; !err && i < h->cells.nrows; i++)
+			bands_add_row(va, &h->cells.rows[i], h->ncols);
+	}
+	spans_free(&h->spans);
 	for (int by = 0; by < WSP_HEAT_BY_COUNT && !err; by++)
 		if (h->views[by].wanted && finish_view(h, &h->views[by]))
 			err = -ENOMEM;
-	return err;
+	return err < 0 ? err : 0;
 }
 
 /* ---- finishing: the colour, the rows kept --------------------------------- */
@@ -863,8 +1114,8 @@ static int finish_view(struct heat *h, struct view *v)
 
 void heat_free(struct heat *h)
 {
-	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
-		struct view *v = &h->views[by];
+	for (int by = 0; by <= WSP_HEAT_BY_COUNT; by++) {
+		struct view *v = by < WSP_HEAT_BY_COUNT ? &h->views[by] : &h->cells;
 		for (size_t i = 0; i < v->nrows; i++)
 			row_free(&v->rows[i]);
 		free(v->rows);
@@ -873,51 +1124,41 @@ void heat_free(struct heat *h)
 		free(v->gaps);
 	}
 	spans_free(&h->spans);
-	free(h->index.v);
-	wsp_tpool_free(&h->index.pool);
+	free(h->live_n);
 	free(h->frame_rows);
 	free(h->place_rows);
+	if (h->load != &h->l) /* the report's load: what it read is its own */
+		h->l.model = NULL;
 	wsp_loaded_free(&h->l);
 }
 
-void heat_init(struct heat *h, const char *path, const struct wsp_heatmap_options *opt)
+void heat_init(struct heat *h, const char *path, const struct wsp_heatmap_options *opt, const struct wsp_loaded *load)
 {
 	memset(h, 0, sizeof *h);
 	h->opt = opt;
 	h->path = path;
 	h->l.path = path;
+	h->load = load ? load : &h->l;
+	h->l.borrowed = load != NULL;
 	h->no_stack_row = -1;
 	for (int by = 0; by < WSP_HEAT_BY_COUNT; by++) {
 		h->views[by].by = (enum wsp_heat_by)by;
 		h->views[by].wanted = opt->views >> by & 1;
 		h->views[by].other = h->views[by].unnamed = -1;
 	}
+	h->cells.other = h->cells.unnamed = -1;
 }
 
-/* Both passes and the finished views, over passes of its own: the second
- * keeps its reader, for the stacks the rows are named after. @return 0,
- * or 1 after a one-line error. */
+/* The grid over a load of its own (one pass: its model matches the
+ * accesses, symbols only for the call sites' names). @return 0, or 1
+ * after a one-line error. */
 int heat_compute(struct heat *h, const char *path, const struct wsp_heatmap_options *opt)
 {
-	heat_init(h, path, opt);
-	struct wsp_follower first = { heat_first_event, heat_first_end, h };
-	if (wsp_follow(path, &first, 1))
-		goto fail;
-	int err = wsprof_trace_open(path, &h->l.trace);
-	if (err < 0) {
-		fprintf(stderr, "wsprof: %s: %s\n", path, wsprof_strerror(err));
-		goto fail;
+	heat_init(h, path, opt, NULL);
+	struct wsp_follower f = { heat_event, heat_end, h };
+	if (wsp_load_following(path, NULL, h->views[WSP_HEAT_BY_CALLSITE].wanted, &f, 1, &h->l)) {
+		heat_free(h);
+		return 1;
 	}
-	wsprof_event ev;
-	while ((err = wsprof_trace_next(h->l.trace, &ev)) > 0 && !(err = heat_second_event(h, h->l.trace, &ev)))
-		;
-	if (err >= 0)
-		err = heat_second_end(h, h->l.trace);
-	if (!err)
-		return 0;
-	fprintf(stderr, "wsprof: %s: %s\n", path, err == -ENOMEM ? "out of memory" : wsprof_strerror(err));
-fail:
-	heat_free(h);
-	return 1;
+	return 0;
 }
-

@@ -1,8 +1,9 @@
 /*
  * heatgrid.h - the heatmaps' grid (the model's side of heatmap.h): what
- * heatgrid.c computes in two passes over a trace, and heatindex.c's index
- * of live blocks it uses, for draw/heatmap.c to draw and text/heattext.c
- * to print. Internal to the heatmaps: heatmap.h is the interface.
+ * heatgrid.c computes as it follows a load of the trace, asking the load's
+ * model for the live blocks, for draw/heatmap.c to draw and
+ * text/heattext.c to print. Internal to the heatmaps: heatmap.h is the
+ * interface.
  */
 #ifndef WSP_HEATGRID_H
 #define WSP_HEATGRID_H
@@ -10,7 +11,6 @@
 #include "heatmap.h"
 
 #include "analyzer.h"
-#include "treap.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,7 +22,11 @@
 #define DEFAULT_TOP 30
 #define MAX_TOP 45          /* rows a page shows readably */
 #define SPANS_CAP 4096
-#define LIVE_SAMPLES 300    /* live-set samples over the whole run, at least one a column */
+#define FINE_COLUMNS (4 * WSP_HEAT_COLUMNS) /* columns while the trace is read, merged two by two */
+#define FINE_PER_WINDOW 4   /* their first width: a quarter of the access window */
+#define FIRST_COLUMN_NS 1000000u /* their first width without access samples: 1 ms */
+#define CELLS_CAP 2048      /* cells of address space while the trace is read; past that, wider */
+#define CELLS_INDEX 8192    /* their hash, a power of two over twice the cap */
 #define PAGE 4096u
 #define MIN_GAP (64u << 10) /* a gap worth a separator: smaller ones stay in their span */
 #define SOURCES WSPROF_ACCESS_SOURCE_COUNT
@@ -53,7 +57,7 @@ static inline bool inside_another(const struct wsp_block *b)
 }
 
 
-/* ---- pass 1: the address ranges ever live or accessed --------------------- */
+/* ---- the address ranges ever live or accessed ---------------------------- */
 
 struct span {
 	uint64_t lo, hi;
@@ -108,40 +112,28 @@ struct view {
 	double max, scale;          /* the largest cell, and the top of the colour scale */
 };
 
-/* The live blocks by address, for splitting accesses among them: a treap
- * (keyed by start) per layer of blocks that never overlap one another;
- * a pool sub-allocation lies inside a block of another layer. */
-enum layer { LAYER_MEMORY, LAYER_POOL, LAYER_REGISTERED, LAYER_MAPPED, LAYERS };
-
-struct node {
-	uint64_t lo, hi;            /* lo: its key in the treap */
-	uint32_t row[WSP_HEAT_BY_COUNT];
-	float weight;               /* a byte of it counts this much to its rows: 1/p in a sampled heap */
-	bool range;                 /* one of the model's ranges (mmap, CUDA VMM), not a block */
-};
-
-struct index {
-	struct wsp_tpool pool;      /* the treaps' nodes (treap.h), one tree per layer */
-	uint32_t root[LAYERS];
-	struct node *v;             /* beside each treap node, its block */
-	size_t cap;
-};
-
+/* While the trace is read, rows hold FINE_COLUMNS columns of col_ns each
+ * (live: the sum of the samples, live_n of them a column); at its end they
+ * are laid over the ncols columns drawn. By address, the bytes go to
+ * cells of cell_size (a power of two, a page at first), and the bands
+ * are laid out at the end from the ranges and filled from the cells. */
 struct heat {
 	const struct wsp_heatmap_options *opt;
 	const char *path;
-	struct wsp_loaded l;        /* the second pass */
+	const struct wsp_loaded *load; /* the load followed: &l, or the report's */
+	struct wsp_loaded l;        /* its trace, symbols and model (borrowed from the report's) */
 	struct view views[WSP_HEAT_BY_COUNT];
+	struct view cells;          /* by address, while the trace is read */
+	uint64_t cell_size;
+	size_t cell_last;           /* the cell found last */
 	uint64_t end_ns;            /* the time axis runs from 0 to here */
-	size_t ncols;
+	size_t ncols;               /* FINE_COLUMNS while the trace is read */
 	double col_s;
+	uint64_t col_ns;            /* a fine column's width */
+	uint32_t *live_n;           /* samples of the live set in each fine column */
+	size_t sampled;             /* fine columns sampled */
 	bool names;                 /* some block was named */
 	struct spans spans;
-	/* Followed event by event; built again from the model when stale (a
-	 * change too intricate to follow: mmap ranges cut, a failed realloc,
-	 * a pool reset, a stream-ordered free). */
-	struct index index;
-	bool stale;
 	uint32_t *frame_rows;       /* a site's frame (wsp_syms_site's id) -> its call-site row + 1 */
 	size_t frame_rows_cap;
 	long no_stack_row;          /* the row of stacks without frames, or -1 */
@@ -150,38 +142,27 @@ struct heat {
 		uint32_t row;       /* + 1; 0: none yet */
 	} *place_rows;              /* by the model's place of a live block (wsp_model_place): its call-site row */
 	size_t place_rows_cap;
-	double live_weight;         /* 1 / samples per column */
 	int err;
-	/* Where each pass has got. */
-	bool first_seen, access, second_seen;
+	bool begun, access;
 	uint64_t window_ns, last_ns;
-	size_t per_col, samples, next;
 };
 
 
-/* The grid's life (heatgrid.c). */
-void heat_init(struct heat *h, const char *path, const struct wsp_heatmap_options *opt);
+/* The grid's life (heatgrid.c): followed in a load of its own
+ * (heat_compute) or of someone else's (load: the report's, whose model
+ * must match access samples, and which must outlive the heat). */
+void heat_init(struct heat *h, const char *path, const struct wsp_heatmap_options *opt, const struct wsp_loaded *load);
 int heat_compute(struct heat *h, const char *path, const struct wsp_heatmap_options *opt);
 void heat_free(struct heat *h);
-int heat_first_event(void *arg, wsprof_trace *t, const wsprof_event *ev);
-int heat_first_end(void *arg, wsprof_trace *t);
-int heat_second_event(void *arg, wsprof_trace *t, const wsprof_event *ev);
-int heat_second_end(void *arg, wsprof_trace *t);
+int heat_event(void *arg, wsprof_trace *t, const wsprof_event *ev);
+int heat_end(void *arg, wsprof_trace *t);
 uint64_t heat_col_start(const struct heat *h, size_t c);
 
 long heat_row_new(struct heat *h, struct view *v, const char *label, enum row_what what);
 long heat_row_of_key(struct heat *h, struct view *v, const char *label, const struct wsp_frame *site);
-
-/* The index of live blocks (heatindex.c), followed event by event. */
-void heat_unnamed_row(struct heat *h, uint32_t *row);
-int heat_index_rebuild(struct heat *h);
-void heat_follow(struct heat *h, const wsprof_event *ev);
-bool heat_needs_index(const struct heat *h);
-void heat_split_region(struct heat *h, uint64_t lo, uint64_t hi, int *err);
 long heat_row_of_stack(struct heat *h, uint64_t stack);
 long heat_row_of_name(struct heat *h, const struct wsp_block *b);
 void heat_touch_row(struct view *v, long r, double bytes, int *err);
-void heat_bands_add(struct view *v, uint64_t lo, uint64_t hi, int *err);
 
 /* Words shared by the pages and the text (heattext.c). */
 const char *heat_sources_text(unsigned bits, char *buf, size_t cap);

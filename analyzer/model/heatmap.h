@@ -9,10 +9,12 @@
  * By address, ranges empty for the whole run are collapsed into labelled
  * separators, and the view defaults to the hottest contiguous span.
  *
- * The trace is read twice, whatever its length: once for its time span
- * and the address ranges ever live or accessed, once to fill a grid of at
- * most WSP_HEAT_COLUMNS columns. The full report (report.c) computes the
- * same pages as followers of its own two passes (wsp_heat_*).
+ * The trace is read once, in memory bounded by the grid, not by the
+ * trace's length: the grid follows the load, asking its model for the
+ * live blocks and told by it of the blocks each access sample touches;
+ * the time columns and the address rows are settled at the end. The full
+ * report (report.c) computes the same pages following its own load
+ * (wsp_heat_*).
  */
 #ifndef WSP_HEATMAP_H
 #define WSP_HEATMAP_H
@@ -44,15 +46,16 @@ struct wsp_heatmap_options {
  * @return the pages drawn, or -1 after a one-line error. */
 int wsp_heatmap_draw(struct wsp_doc *doc, const char *trace_path, const struct wsp_heatmap_options *opt);
 
-/* The same pages computed by followers of someone else's passes: `first`
- * follows the load of the trace, `second` a pass after it (it borrows the
- * loaded trace's stacks and symbols, so `l` must outlive the heatmap).
- * opt must outlive it too. */
+/* The same pages computed by a follower of someone else's load: l is the
+ * load followed (the address wsp_load_following fills), whose model must
+ * match access samples (no totals_only, unmatched_access or
+ * no_access_figures) and whose trace, symbols and model the pages borrow:
+ * l must outlive the heatmap, and so must opt. */
 struct wsp_heat;
-struct wsp_heat *wsp_heat_new(const char *trace_path, const struct wsp_heatmap_options *opt);
-struct wsp_follower wsp_heat_first(struct wsp_heat *h);
-struct wsp_follower wsp_heat_second(struct wsp_heat *h, const struct wsp_loaded *l);
-/* @return the pages drawn. */
+struct wsp_heat *wsp_heat_new(const char *trace_path, const struct wsp_heatmap_options *opt,
+			      const struct wsp_loaded *l);
+struct wsp_follower wsp_heat_follower(struct wsp_heat *h);
+/* After the load. @return the pages drawn. */
 int wsp_heat_pages(struct wsp_doc *doc, struct wsp_heat *h);
 void wsp_heat_free(struct wsp_heat *h);
 

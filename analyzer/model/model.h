@@ -276,6 +276,22 @@ int wsp_model_finish(struct wsp_model *m);
 int wsp_model_each_departed(struct wsp_model *m, uint64_t start_ns, uint64_t end_ns, uint64_t addr, uint64_t len,
 			    void (*fn)(const struct wsp_block *, uint64_t bytes, void *), void *arg);
 
+/* A live block's part [lo, hi) of an address range asked about. */
+typedef void (*wsp_model_overlap_fn)(const struct wsp_block *b, uint64_t lo, uint64_t hi, void *arg);
+
+/* Call fn for every live block overlapping [addr, addr + len): memory
+ * blocks, mmap ranges, CUDA VMM mappings and pool sub-allocations (which
+ * lie inside other blocks: their bytes come twice). Not registered host
+ * ranges. Without totals_only. @return 0 or -ENOMEM. */
+int wsp_model_each_in(struct wsp_model *m, uint64_t addr, uint64_t len, wsp_model_overlap_fn fn, void *arg);
+
+/* Have fn told, as each access sample is matched to the blocks (not with
+ * totals_only, unmatched_access or no_access_figures), of every live block
+ * a region of it overlaps, as wsp_model_each_in would: a view that splits
+ * the accesses among blocks follows the model's own matching rather than
+ * matching them again. NULL: no one. */
+void wsp_model_observe_access(struct wsp_model *m, wsp_model_overlap_fn fn, void *arg);
+
 /* Call fn for every live block (heap blocks and mmap ranges). */
 void wsp_model_each_live(const struct wsp_model *m, void (*fn)(const struct wsp_block *, void *), void *arg);
 

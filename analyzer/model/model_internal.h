@@ -135,6 +135,10 @@ struct wsp_model {
 	 * accessed by all of them. */
 	const struct wsp_block *note_block;
 	uint64_t note_bytes;
+	/* A view told of each live block an access sample's region overlaps,
+	 * as the sample is matched (wsp_model_observe_access). */
+	wsp_model_overlap_fn observe;
+	void *observe_arg;
 	struct wsp_rss_point *rss;
 	size_t nrss, rss_cap;
 
