@@ -6,6 +6,9 @@
  * report the same page.
  */
 #include "analyzer.h"
+#include "text.h"
+#include "cli.h"
+#include "commands.h"
 #include "flame.h"
 #include "job.h"
 #include "plot.h"

@@ -14,6 +14,7 @@
  * largest hole are drawn to one scale under the map.
  */
 #include "statemap.h"
+#include "text.h"
 
 #include "grow.h"
 

@@ -14,6 +14,9 @@
  * between points.
  */
 #include "views.h"
+#include "text.h"
+#include "cli.h"
+#include "commands.h"
 
 #include "job.h"
 #include "json.h"

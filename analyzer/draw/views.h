@@ -27,7 +27,4 @@ size_t wsp_timeline_draw(struct wsp_doc *doc, const struct wsp_loaded *l, int ki
  * all kinds. @return pages drawn (0: no access samples). */
 size_t wsp_wss_draw(struct wsp_doc *doc, const struct wsp_loaded *l, int kind);
 
-int wsp_cmd_timeline(int argc, char **argv);
-int wsp_cmd_report(int argc, char **argv);
-
 #endif

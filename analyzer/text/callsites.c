@@ -8,6 +8,10 @@
  * stacks still holding blocks at the end, largest first.
  */
 #include "analyzer.h"
+#include "text.h"
+#include "cli.h"
+#include "compute.h"
+#include "commands.h"
 #include "json.h"
 
 #include "grow.h"

@@ -7,6 +7,10 @@
  * the new run, red where it grew, blue where it shrank).
  */
 #include "analyzer.h"
+#include "text.h"
+#include "cli.h"
+#include "compute.h"
+#include "commands.h"
 #include "flame.h"
 #include "json.h"
 

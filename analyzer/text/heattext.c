@@ -3,6 +3,9 @@
  * words the pages share, and the command.
  */
 #include "heatgrid.h"
+#include "text.h"
+#include "cli.h"
+#include "commands.h"
 
 #include "json.h"
 #include "views.h"

@@ -8,6 +8,7 @@
  * job, not the number of its processes.
  */
 #include "analyzer.h"
+#include "compute.h"
 #include "job.h"
 #include "json.h"
 

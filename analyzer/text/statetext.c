@@ -10,6 +10,9 @@
  * The state itself is state.c's.
  */
 #include "state.h"
+#include "text.h"
+#include "cli.h"
+#include "commands.h"
 #include "json.h"
 #include "statemap.h"
 

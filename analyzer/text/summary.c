@@ -3,6 +3,9 @@
  * one JSON object with every figure (--json).
  */
 #include "analyzer.h"
+#include "text.h"
+#include "cli.h"
+#include "commands.h"
 #include "json.h"
 
 #include <getopt.h>

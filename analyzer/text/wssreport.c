@@ -5,6 +5,9 @@
  * them).
  */
 #include "analyzer.h"
+#include "text.h"
+#include "cli.h"
+#include "commands.h"
 #include "json.h"
 #include "views.h"
 

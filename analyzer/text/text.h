@@ -1,0 +1,55 @@
+/*
+ * text.h - the text and JSON renderers: what they share (the heading of a
+ * report, the "~" of estimates, the JSON fields of a sampled trace) and
+ * the reports they print. A renderer is handed a loaded trace and what
+ * compute made of it (compute.h), and prints; it never parses options nor
+ * reads a trace itself (cmd/ does).
+ */
+#ifndef WSP_TEXT_H
+#define WSP_TEXT_H
+
+#include "analyzer.h"
+#include "json.h"
+#include "units.h"
+
+/* ---- heading.c: what every report says first ------------------------------ */
+
+/* The lines that open a text report: what, of which trace, which program
+ * (and, for a sampled trace, wsp_sampled_text). */
+void wsp_print_heading(const struct wsp_loaded *l, const char *what);
+
+/* A sampled trace (WSPROF_SAMPLE_BYTES) says so wherever its heap figures
+ * appear. "sampled: 1 in 524,288 bytes; heap figures are estimates" (or,
+ * at 1 byte, that every allocation was recorded; or, its totals counted
+ * whole, "heap totals counted, heap call sites estimated"), into buf; "" when the
+ * trace is not sampled. @return buf. */
+const char *wsp_sampled_text(const struct wsp_loaded *l, char *buf, size_t cap);
+/* "recorded 0.500 s to 1.200 s, 3.000 s to 3.500 s (2 spans)" or "" when the
+ * whole run was recorded (wsp_recorded_spans). @return buf. */
+const char *wsp_spans_text(const struct wsp_loaded *l, char *buf, size_t cap);
+/* "~" before the figures of a kind that are estimates, else "": its call
+ * sites', its blocks', and its totals' unless they were counted. */
+const char *wsp_est(const struct wsp_loaded *l, unsigned kind);
+/* ... before a kind's totals (allocations, peak, live): "" for a sampled
+ * heap whose totals were counted (wsp_model_heap_counted). */
+const char *wsp_est_total(const struct wsp_loaded *l, unsigned kind);
+/* est (wsp_est) then text, in buf; text may be buf itself. @return buf. */
+const char *wsp_estimate_text(char *buf, size_t cap, const char *est, const char *text);
+/* A report's JSON object: "sampled": true and "sample_bytes" when the
+ * trace is sampled (nothing otherwise); a kind's object: "estimated":
+ * true when its figures are estimates. */
+void wsp_json_sampled(struct wsp_json *j, const struct wsp_loaded *l);
+void wsp_json_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned kind);
+/* A kind's totals: "estimated": true, or for a sampled heap counted whole
+ * "counted": true and "usable_share" (wsp_model_heap_counted). */
+void wsp_json_total_estimated(struct wsp_json *j, const struct wsp_loaded *l, unsigned kind);
+
+/* ---- summary.c, jobsummary.c ---------------------------------------------- */
+
+/* How the process ended, as the summary says it ("exit status 0",
+ * "killed by SIGKILL ..."); "" where an older trace does not say. @return buf. */
+const char *wsp_ending_text(const struct wsp_loaded *l, char *buf, size_t cap);
+/* The summary of a job's traces (jobsummary.c). @return the exit status. */
+int wsp_job_summary(char *const *paths, size_t n, const char *const *callers, bool json);
+
+#endif
