@@ -21,16 +21,48 @@ struct wsp_site_row {
  * accessed, cold). @return 0 (free *rows), or -1 (unknown sort, no memory). */
 int wsp_callsites_rows(struct wsp_loaded *l, unsigned kind, const char *sort, struct wsp_site_row **rows, size_t *n);
 
+/* The sorts of call-site rows, by name: the site figures of model.h in
+ * their order ("peak", "allocations", ... "cold"). */
+#define WSP_SITE_SORTS 7
+extern const char *const wsp_site_sort_names[WSP_SITE_SORTS];
+/* @return the figure named, or -1. */
+int wsp_site_sort_parse(const char *name);
+/* Does a view sorted by this figure show access figures? */
+static inline bool wsp_site_sort_shows_access(enum wsp_site_figure f)
+{
+	return f == WSP_FIG_ACCESSED || f == WSP_FIG_COLD;
+}
+/* The rows of one kind, grouped by site (or a row per stack when
+ * by_stack), sorted by the figure, then bytes, then stack.
+ * @return 0 (free *rows), or -1 out of memory. */
+int wsp_site_rows(struct wsp_loaded *l, unsigned kind, bool by_stack, enum wsp_site_figure sort,
+		  struct wsp_site_row **rows, size_t *n);
+/* s's figures added to to's (the coldest idle time: the larger). */
+void wsp_site_stats_add(struct wsp_site_stats *to, const struct wsp_site_stats *s);
+/* The rows still holding blocks at the end, kept in order in place, and
+ * their leaked bytes and blocks summed. @return how many. */
+size_t wsp_site_rows_leaked(struct wsp_site_row *rows, size_t n, uint64_t *bytes, uint64_t *blocks);
+
 /* callsites and leaks of a job (jobsites.c): the rows of every process
- * merged by their text, with how many processes each is in. */
-struct wsp_job_report {
-	unsigned kind;
-	const char *sort;   /* callsites' --sort name */
-	size_t top;
-	bool json, leaks, by_stack;
+ * merged by their text (the site's label, or the stack's frames one a
+ * line), with how many processes each is in. */
+struct wsp_job_row {
+	char *key;
+	struct wsp_site_stats sum;
+	size_t procs;
 };
-/* @return the exit status. */
-int wsp_job_sites(char *const *paths, size_t n, const struct wsp_job_report *o);
+struct wsp_job_rows {
+	struct wsp_job_row *v;
+	size_t n, cap;
+};
+struct wsp_job;
+/* The job's traces read side by side (job.h), their rows of one kind
+ * merged and sorted by the figure; leaks: no access figures matched.
+ * @return 0 (free rows with wsp_job_rows_free, job with wsp_job_free),
+ * or 1 after a one-line error. */
+int wsp_job_site_rows(char *const *paths, size_t n, unsigned kind, enum wsp_site_figure sort, bool by_stack, bool leaks,
+		      struct wsp_job *job, struct wsp_job_rows *rows);
+void wsp_job_rows_free(struct wsp_job_rows *r);
 
 /* The call sites of one kind in two runs, paired (sitematch.c): by
  * function, source file and line; then, of those left, a function and

@@ -52,4 +52,26 @@ const char *wsp_ending_text(const struct wsp_loaded *l, char *buf, size_t cap);
 /* The summary of a job's traces (jobsummary.c). @return the exit status. */
 int wsp_job_summary(char *const *paths, size_t n, const char *const *callers, bool json);
 
+/* ---- callsites.c, jobsites.c: call-site rows (compute.h) -------------------- */
+
+struct wsp_site_row;
+struct wsp_job;
+struct wsp_job_rows;
+/* How callsites and leaks show their rows. */
+struct wsp_sites_report {
+	unsigned kind;
+	enum wsp_site_figure sort;
+	size_t top;          /* rows shown at most */
+	bool json, leaks;
+	bool by_stack;       /* a row per whole stack, its frames shown */
+};
+/* One trace's rows, the top ones, as text or JSON. */
+void wsp_callsites_print(struct wsp_loaded *l, const struct wsp_site_row *rows, size_t n, const struct wsp_sites_report *o);
+/* One trace's stacks still holding blocks (wsp_site_rows_leaked), with
+ * their sums. */
+void wsp_leaks_print(struct wsp_loaded *l, const struct wsp_site_row *rows, size_t n, uint64_t bytes, uint64_t blocks,
+		     const struct wsp_sites_report *o);
+/* A job's merged rows (wsp_job_site_rows). */
+void wsp_job_sites_print(const struct wsp_job *job, const struct wsp_job_rows *rows, const struct wsp_sites_report *o);
+
 #endif
