@@ -3,7 +3,7 @@
  * drawn a view a page; and the heatmaps as followers of the full report's
  * passes (wsp_heat_*).
  */
-#include "heatgrid.h"
+#include "heatwords.h"
 
 #include "views.h"
 

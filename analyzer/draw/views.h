@@ -10,6 +10,7 @@
 #define WSP_VIEWS_H
 
 #include "analyzer.h"
+#include "heatmap.h"
 #include "plot.h"
 
 /* "program (pid N) - trace - 12.3 s": the line under every page title. */
@@ -26,5 +27,16 @@ size_t wsp_timeline_draw(struct wsp_doc *doc, const struct wsp_loaded *l, int ki
 /* The working set over time and its distribution, one page; kind -1:
  * all kinds. @return pages drawn (0: no access samples). */
 size_t wsp_wss_draw(struct wsp_doc *doc, const struct wsp_loaded *l, int kind);
+
+/* ---- heatmap.c: the heatmap's pages (model/heatmap.h) ---------------------- */
+
+/* Draw a page per view asked for into doc (a view with nothing to show,
+ * such as named buffers in a trace that names none, is left out when
+ * other views are asked for too).
+ * @return the pages drawn, or -1 after a one-line error. */
+int wsp_heatmap_draw(struct wsp_doc *doc, const char *trace_path, const struct wsp_heatmap_options *opt);
+
+/* The pages of a heatmap computed by followers (wsp_heat_new). @return the pages drawn. */
+int wsp_heat_pages(struct wsp_doc *doc, struct wsp_heat *h);
 
 #endif

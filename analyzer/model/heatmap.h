@@ -22,7 +22,6 @@
 #include <stdint.h>
 
 #include "analyzer.h"
-struct wsp_doc; /* plot.h: the drawn views only */
 
 #define WSP_HEAT_COLUMNS 300
 
@@ -38,13 +37,8 @@ struct wsp_heatmap_options {
 	size_t top;              /* by call site or name: rows at most (0: 30) */
 };
 
-/* Draw a page per view asked for into doc (a view with nothing to show,
- * such as named buffers in a trace that names none, is left out when
- * other views are asked for too).
- * @return the pages drawn, or -1 after a one-line error. */
-int wsp_heatmap_draw(struct wsp_doc *doc, const char *trace_path, const struct wsp_heatmap_options *opt);
-
-/* The same pages computed by followers of someone else's passes: `first`
+/* The pages (draw/views.h: wsp_heatmap_draw, wsp_heat_pages) computed by
+ * followers of someone else's passes: `first`
  * follows the load of the trace, `second` a pass after it (it borrows the
  * loaded trace's stacks and symbols, so `l` must outlive the heatmap).
  * opt must outlive it too. */
@@ -52,8 +46,6 @@ struct wsp_heat;
 struct wsp_heat *wsp_heat_new(const char *trace_path, const struct wsp_heatmap_options *opt);
 struct wsp_follower wsp_heat_first(struct wsp_heat *h);
 struct wsp_follower wsp_heat_second(struct wsp_heat *h, const struct wsp_loaded *l);
-/* @return the pages drawn. */
-int wsp_heat_pages(struct wsp_doc *doc, struct wsp_heat *h);
 void wsp_heat_free(struct wsp_heat *h);
 
 #endif

@@ -74,4 +74,13 @@ void wsp_leaks_print(struct wsp_loaded *l, const struct wsp_site_row *rows, size
 /* A job's merged rows (wsp_job_site_rows). */
 void wsp_job_sites_print(const struct wsp_job *job, const struct wsp_job_rows *rows, const struct wsp_sites_report *o);
 
+/* ---- heattext.c: the heatmap's grid (model/heatgrid.h) --------------------- */
+
+struct heat;
+struct view;
+/* One view of a computed grid: a strip of characters a row, or every
+ * cell's figure in JSON. */
+void wsp_heat_print_text(const struct heat *h, const struct view *v);
+void wsp_heat_print_json(const struct heat *h, const struct view *v);
+
 #endif
