@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "compute.h"
 #include "commands.h"
-#include "flame.h"
+#include "flame.h" /* the differential flame graph of -o */
 #include "json.h"
 
 #include <errno.h>

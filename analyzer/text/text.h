@@ -83,4 +83,15 @@ struct view;
 void wsp_heat_print_text(const struct heat *h, const struct view *v);
 void wsp_heat_print_json(const struct heat *h, const struct view *v);
 
+/* ---- flamefold.c: a flame graph's tree (flametree.h) as folded text -------- */
+
+struct wsp_flame;
+/* The folded-stack text flamegraph.pl and speedscope read: one line per
+ * distinct stack, "frame1;frame2;...;frameN VALUE\n", outermost first.
+ * In labels ';' becomes ':' and control characters become ' '; stacks that
+ * become the same text are written once, summed. Lines are sorted frame by
+ * frame (a stack before the stacks that extend it); stacks with value 0
+ * are omitted. @return 0 or -errno. */
+int wsp_flame_write_folded(const struct wsp_flame *f, FILE *out);
+
 #endif
