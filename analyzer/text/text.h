@@ -94,4 +94,12 @@ struct wsp_flame;
  * are omitted. @return 0 or -errno. */
 int wsp_flame_write_folded(const struct wsp_flame *f, FILE *out);
 
+/* ---- statetext.c: the state at a moment (state.h), its memories laid out
+ * (layout.h) ------------------------------------------------------------ */
+
+struct wsp_state;
+struct wsp_memory;
+void wsp_state_print_text(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem);
+void wsp_state_print_json(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem);
+
 #endif
