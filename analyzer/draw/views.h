@@ -20,9 +20,8 @@ void wsp_view_subtitle(const struct wsp_loaded *l, char *buf, size_t cap);
  * open runs to the end). @return how many. */
 size_t wsp_view_phases(const struct wsp_chart *c, const struct wsp_loaded *l);
 
-/* The kinds charted over time (kind -1: every kind the trace has). */
-size_t wsp_timeline_kinds(const struct wsp_loaded *l, int kind, unsigned *kinds);
-/* Memory over time: a chart per kind, two to a page. @return pages drawn. */
+/* Memory over time: a chart per kind (timeline.h), WSP_TIMELINE_CHARTS_PER_PAGE to a page. @return pages drawn. */
+#define WSP_TIMELINE_CHARTS_PER_PAGE 2
 size_t wsp_timeline_draw(struct wsp_doc *doc, const struct wsp_loaded *l, int kind);
 /* The working set over time and its distribution, one page; kind -1:
  * all kinds. @return pages drawn (0: no access samples). */
@@ -38,5 +37,10 @@ int wsp_heatmap_draw(struct wsp_doc *doc, const char *trace_path, const struct w
 
 /* The pages of a heatmap computed by followers (wsp_heat_new). @return the pages drawn. */
 int wsp_heat_pages(struct wsp_doc *doc, struct wsp_heat *h);
+
+struct wsp_job;
+/* A job's processes, a line each on the job's clock (wsp_timeline_job_load),
+ * first naming its first trace of ntraces. */
+void wsp_timeline_job_draw(struct wsp_doc *doc, const struct wsp_job *job, unsigned kind, const char *first, size_t ntraces);
 
 #endif

@@ -102,4 +102,13 @@ struct wsp_memory;
 void wsp_state_print_text(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem);
 void wsp_state_print_json(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem);
 
+/* ---- timelinetext.c: memory over time (timeline.h) ------------------------- */
+
+/* kind -1: every kind charted (wsp_timeline_kinds). */
+void wsp_timeline_print_text(const struct wsp_loaded *l, int kind);
+void wsp_timeline_print_json(const struct wsp_loaded *l, int kind);
+/* A job's lines (wsp_timeline_job_load). */
+void wsp_timeline_job_text(const struct wsp_job *job, unsigned kind);
+void wsp_timeline_job_json(const struct wsp_job *job, unsigned kind);
+
 #endif
