@@ -86,4 +86,16 @@ struct wsp_site_match {
 int wsp_site_match(struct wsp_loaded *base, struct wsp_loaded *now, unsigned kind, struct wsp_site_match *m);
 void wsp_site_match_free(struct wsp_site_match *m);
 
+/* The working set's distribution over its windows (wssdist.c): nearest-rank
+ * percentiles and the mean of the bytes of source (-1: all) and kind (-1:
+ * all) accessed per window. */
+struct wsp_wss_point;
+struct wsp_wss_dist {
+	uint64_t p[5]; /* 0, 25, 50, 75, 100 */
+	uint64_t mean;
+	size_t n;
+};
+/* All zero when out of memory. */
+struct wsp_wss_dist wsp_wss_dist_of(const struct wsp_wss_point *pts, size_t n, int source, int kind);
+
 #endif

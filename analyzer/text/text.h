@@ -46,6 +46,10 @@ void wsp_json_total_estimated(struct wsp_json *j, const struct wsp_loaded *l, un
 
 /* ---- summary.c, jobsummary.c ---------------------------------------------- */
 
+/* The summary of one trace loaded with totals_only; filtered: --caller
+ * picked the allocations counted. */
+void wsp_summary_print_text(const struct wsp_loaded *l, bool filtered);
+void wsp_summary_print_json(const struct wsp_loaded *l);
 /* How the process ended, as the summary says it ("exit status 0",
  * "killed by SIGKILL ..."); "" where an older trace does not say. @return buf. */
 const char *wsp_ending_text(const struct wsp_loaded *l, char *buf, size_t cap);
@@ -110,5 +114,11 @@ void wsp_timeline_print_json(const struct wsp_loaded *l, int kind);
 /* A job's lines (wsp_timeline_job_load). */
 void wsp_timeline_job_text(const struct wsp_job *job, unsigned kind);
 void wsp_timeline_job_json(const struct wsp_job *job, unsigned kind);
+
+/* ---- wssreport.c: the working set (wss.h) ----------------------------------- */
+
+/* The windows of kind (-1: all) and their distribution, as text or JSON;
+ * window_ms: the windows asked for (0: the recorder's). */
+void wsp_wss_print(const struct wsp_loaded *l, int kind, uint64_t window_ms, bool json);
 
 #endif
