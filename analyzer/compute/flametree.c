@@ -13,9 +13,12 @@
 
 #include "analyzer.h"
 #include "grow.h"
+#include "job.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -372,4 +375,58 @@ int wsp_flame_add_trace(struct wsp_flame *f, const struct wsp_loaded *l, unsigne
 	free(b.labels);
 	free(b.text);
 	return b.err;
+}
+
+int wsp_flame_of(const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric, struct wsp_flame **out)
+{
+	struct wsp_flame *f = wsp_flame_new();
+	int err = f ? wsp_flame_add_trace(f, l, kind, metric, false) : -ENOMEM;
+	if (err) {
+		wsp_flame_free(f);
+		f = NULL;
+	}
+	*out = f;
+	return err;
+}
+
+
+/* A job's graph: every process's stacks added to one tree. */
+struct job_flame {
+	struct wsp_flame *flame;
+	unsigned kind;
+	enum wsp_flame_metric metric;
+	pthread_mutex_t lock;
+	bool estimated;
+};
+
+static int add_process(struct wsp_job_proc *p, struct wsp_loaded *l, void *ctx)
+{
+	struct job_flame *jf = ctx;
+	pthread_mutex_lock(&jf->lock);
+	int err = wsp_flame_add_trace(jf->flame, l, jf->kind, jf->metric, false);
+	jf->estimated = jf->estimated || wsp_model_estimated(l->model, jf->kind);
+	pthread_mutex_unlock(&jf->lock);
+	(void)p;
+	if (err)
+		fprintf(stderr, "wsprof: out of memory\n");
+	return err ? -1 : 0;
+}
+
+int wsp_flame_of_job(char *const *paths, size_t n, unsigned kind, enum wsp_flame_metric metric, struct wsp_flame **out,
+		     struct wsp_job *job, bool *estimated)
+{
+	struct job_flame jf = { .flame = wsp_flame_new(), .kind = kind, .metric = metric, .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct wsp_model_options mo = { .per_stack = true };
+	*out = NULL;
+	if (!jf.flame) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		return 1;
+	}
+	if (wsp_job_load(paths, n, &mo, true, add_process, &jf, job)) {
+		wsp_flame_free(jf.flame);
+		return 1;
+	}
+	*out = jf.flame;
+	*estimated = jf.estimated;
+	return 0;
 }

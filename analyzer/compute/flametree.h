@@ -64,4 +64,13 @@ struct wsp_loaded;
 int wsp_flame_add_trace(struct wsp_flame *f, const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric,
 			bool base);
 
+/* The tree of one kind's stacks of a loaded trace. @return 0 or -ENOMEM (*out NULL). */
+int wsp_flame_of(const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric, struct wsp_flame **out);
+/* The tree of every process of a job (job.h), summed; *estimated when a
+ * sampled trace's figures went in. @return 0 (free *out, and job with
+ * wsp_job_free), or 1 after a one-line error. */
+struct wsp_job;
+int wsp_flame_of_job(char *const *paths, size_t n, unsigned kind, enum wsp_flame_metric metric, struct wsp_flame **out,
+		     struct wsp_job *job, bool *estimated);
+
 #endif

@@ -61,5 +61,15 @@ int wsp_flame_draw(struct wsp_doc *doc, const struct wsp_loaded *l, unsigned kin
  * status. */
 int wsp_flame_write(const struct wsp_flame *f, const struct wsp_flame_svg_options *opt, const char *output,
 		    bool folded);
+/* Whether output names a page (FILE.pdf, FILE.png) rather than an SVG. */
+bool wsp_flame_page_output(const char *path);
+/* wsp_flame_write with the titles of a trace's graph: the kind, the
+ * program, the metric and its total. @return the exit status. */
+int wsp_flame_write_trace(const struct wsp_flame *f, const struct wsp_loaded *l, unsigned kind,
+			  enum wsp_flame_metric metric, const char *output, bool folded);
+/* The same for a job's graph: nread of its npaths traces read.
+ * @return the exit status. */
+int wsp_flame_write_job(const struct wsp_flame *f, size_t nread, char *const *paths, size_t npaths, unsigned kind,
+			enum wsp_flame_metric metric, bool estimated, const char *output, bool folded);
 
 #endif
