@@ -6,7 +6,7 @@
  * map, draw/statemap.c). Nothing here prints or draws.
  */
 #include "layout.h"
-#include "text.h"
+#include "units.h"
 
 #include "grow.h"
 
