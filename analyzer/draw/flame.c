@@ -1,20 +1,12 @@
 /*
- * flame.c - the stack tree behind flame graphs, and its writers: folded
- * text, SVG, and a page of a document drawn with cairo (see flame.h). The
- * two pictures share one layout: the same walk over the same boxes, the
- * same colours.
- *
- * Labels are interned once (a string arena and a hash table), so a node is
- * 24 bytes: its two sums, its parent and its label. Children are found
- * through one hash table keyed by (parent, label) while stacks are added;
- * the writers then build an index of each node's children in label order
- * with two counting sorts, so output never depends on the order stacks
- * came in. The writers walk the tree with explicit stacks: call stacks
- * thousands of frames deep (runaway recursion) must not overflow ours.
- * wsp_flame_add reserves room for a whole stack before changing anything,
- * so running out of memory leaves the sums as they were.
+ * flame.c - a flame graph's stack tree (compute/flametree.c) drawn: as a
+ * self-contained SVG, or on a page of a document with cairo (flame.h).
+ * The two pictures share one layout: the same walk over the same boxes,
+ * the same colours. The walk uses explicit stacks: call stacks thousands
+ * of frames deep (runaway recursion) must not overflow ours.
  */
 #include "flame.h"
+#include "flame_internal.h"
 #include "plot.h"
 #include "units.h"
 
@@ -25,418 +17,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define ROOT 0 /* nodes[0], drawn as "all"; nobody's child, so 0 marks an empty slot */
-
-struct label {
-	size_t text;   /* offset in the arena */
-	uint64_t hash; /* also picks the label's colour */
-};
-
-struct node {
-	uint64_t total; /* stacks through this frame */
-	uint64_t self;  /* stacks that end here */
-	uint64_t base;  /* a differential graph: the base run's stacks through it */
-	uint32_t parent;
-	uint32_t label;
-};
-
-struct wsp_flame {
-	struct node *nodes;
-	size_t nnodes, nodes_cap;
-	uint32_t *node_slots;  /* open addressing on (parent, label): node + 1 */
-	size_t node_slots_cap;
-	struct label *labels;
-	size_t nlabels, labels_cap;
-	uint32_t *label_slots; /* open addressing on the text: label index + 1 */
-	size_t label_slots_cap;
-	char *text;
-	size_t text_len, text_cap;
-	bool diff;             /* base values were added: growth and shrinkage in colour */
-};
-
-/* FNV-1a: stable across runs and machines, so colours are too. */
-static uint64_t hash_text(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
-static uint64_t hash_edge(uint32_t parent, uint32_t label)
-{
-	uint64_t x = (uint64_t)parent << 32 | label;
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
-
-struct wsp_flame *wsp_flame_new(void)
-{
-	struct wsp_flame *f = calloc(1, sizeof *f);
-	if (!f || wsp_grow(&f->nodes, &f->nodes_cap, 1, sizeof *f->nodes)) {
-		free(f);
-		return NULL;
-	}
-	f->nodes[ROOT] = (struct node){ .label = UINT32_MAX };
-	f->nnodes = 1;
-	return f;
-}
-
-void wsp_flame_free(struct wsp_flame *f)
-{
-	if (!f)
-		return;
-	free(f->nodes);
-	free(f->node_slots);
-	free(f->labels);
-	free(f->label_slots);
-	free(f->text);
-	free(f);
-}
-
-uint64_t wsp_flame_total(const struct wsp_flame *f)
-{
-	return f->nodes[ROOT].total;
-}
-
-static size_t node_hash(size_t i, void *ctx)
-{
-	const struct node *n = &((const struct wsp_flame *)ctx)->nodes[i];
-	return (size_t)hash_edge(n->parent, n->label);
-}
-
-/* Node slots hold node + 1; the root (node 0) is never in them. */
-static int node_slots_fit(struct wsp_flame *f, size_t count)
-{
-	return wsp_index_fit(&f->node_slots, &f->node_slots_cap, count, 64, 1, f->nnodes, node_hash, NULL, f);
-}
-
-static size_t label_hash(size_t i, void *ctx)
-{
-	return (size_t)((const struct wsp_flame *)ctx)->labels[i].hash;
-}
-
-static int label_slots_fit(struct wsp_flame *f, size_t count)
-{
-	return wsp_index_fit(&f->label_slots, &f->label_slots_cap, count, 64, 0, f->nlabels, label_hash, NULL, f);
-}
-
-/* Room for n new labels and nodes, whatever the stack turns out to share. */
-static int reserve(struct wsp_flame *f, const char *const *frames, size_t n)
-{
-	size_t bytes = 0;
-	for (size_t i = 0; i < n; i++)
-		bytes += strlen(frames[i]) + 1;
-	if (n >= UINT32_MAX - f->nnodes)
-		return -ENOMEM;
-	if (wsp_grow(&f->nodes, &f->nodes_cap, f->nnodes + n, sizeof *f->nodes) ||
-	    wsp_grow(&f->labels, &f->labels_cap, f->nlabels + n, sizeof *f->labels) ||
-	    wsp_grow(&f->text, &f->text_cap, f->text_len + bytes, 1) ||
-	    node_slots_fit(f, f->nnodes + n) || label_slots_fit(f, f->nlabels + n))
-		return -ENOMEM;
-	return 0;
-}
-
-static uint32_t label_intern(struct wsp_flame *f, const char *s)
-{
-	uint64_t h = hash_text(s);
-	size_t mask = f->label_slots_cap - 1, i = h & mask;
-	for (; f->label_slots[i]; i = (i + 1) & mask) {
-		const struct label *l = &f->labels[f->label_slots[i] - 1];
-		if (l->hash == h && !strcmp(f->text + l->text, s))
-			return f->label_slots[i] - 1;
-	}
-	size_t len = strlen(s) + 1;
-	memcpy(f->text + f->text_len, s, len);
-	f->labels[f->nlabels] = (struct label){ .text = f->text_len, .hash = h };
-	f->text_len += len;
-	f->label_slots[i] = (uint32_t)++f->nlabels;
-	return (uint32_t)(f->nlabels - 1);
-}
-
-static uint32_t node_child(struct wsp_flame *f, uint32_t parent, uint32_t label)
-{
-	size_t mask = f->node_slots_cap - 1, i = hash_edge(parent, label) & mask;
-	for (; f->node_slots[i]; i = (i + 1) & mask) {
-		const struct node *n = &f->nodes[f->node_slots[i] - 1];
-		if (n->parent == parent && n->label == label)
-			return f->node_slots[i] - 1;
-	}
-	f->nodes[f->nnodes] = (struct node){ .parent = parent, .label = label };
-	f->node_slots[i] = (uint32_t)f->nnodes + 1;
-	return (uint32_t)f->nnodes++;
-}
-
-/* Add value along the stack's path, to the drawn sums or the base's. */
-static int add_path(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value, bool base)
-{
-	if (!n)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		if (!frames[i])
-			return -EINVAL;
-	if (!value)
-		return 0;
-	int err = reserve(f, frames, n);
-	if (err)
-		return err;
-	uint32_t at = ROOT;
-	for (size_t i = 0; i <= n; i++) {
-		if (i)
-			at = node_child(f, at, label_intern(f, frames[i - 1]));
-		if (base)
-			f->nodes[at].base += value;
-		else
-			f->nodes[at].total += value;
-	}
-	if (!base)
-		f->nodes[at].self += value;
-	return 0;
-}
-
-int wsp_flame_add(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value)
-{
-	return add_path(f, frames, n, value, false);
-}
-
-int wsp_flame_add_base(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value)
-{
-	f->diff = true;
-	return add_path(f, frames, n, value, true);
-}
-
-uint64_t wsp_flame_base_total(const struct wsp_flame *f)
-{
-	return f->nodes[ROOT].base;
-}
-
-static const char *label_text(const struct wsp_flame *f, uint32_t node)
-{
-	return f->text + f->labels[f->nodes[node].label].text;
-}
-
-/* ---- Children in label order ---------------------------------------- */
-
-/* What folded text makes of a label byte: ';' separates frames there and a
- * line ends the stack. Siblings are ordered on this, so the labels that
- * fold to the same text sit together and the folded writer can merge them. */
-static int fold(unsigned char c)
-{
-	return c == ';' ? ':' : c < 0x20 || c == 0x7f ? ' ' : c;
-}
-
-static int fold_cmp(const char *a, const char *b)
-{
-	while (*a && *b && fold(*a) == fold(*b))
-		a++, b++;
-	return (*a ? fold(*a) : 0) - (*b ? fold(*b) : 0);
-}
-
-struct sorted_label {
-	const char *text;
-	uint32_t id;
-};
-
-static int sorted_label_cmp(const void *pa, const void *pb)
-{
-	const struct sorted_label *a = pa, *b = pb;
-	int c = fold_cmp(a->text, b->text);
-	return c ? c : strcmp(a->text, b->text);
-}
-
-struct tree_index {
-	uint32_t *kids;   /* every node but the root, by parent, each group in label order */
-	uint32_t *first;  /* the children of node i: kids[first[i] .. first[i + 1]) */
-	uint32_t *rank;   /* per label: its place in label order */
-	uint32_t *folded; /* per label: the same, shared by labels of equal folded text */
-};
-
-static void index_free(struct tree_index *ix)
-{
-	free(ix->kids);
-	free(ix->first);
-	free(ix->rank);
-	free(ix->folded);
-}
-
-static void index_rank_labels(const struct wsp_flame *f, struct tree_index *ix, struct sorted_label *by_text)
-{
-	for (uint32_t i = 0; i < f->nlabels; i++)
-		by_text[i] = (struct sorted_label){ f->text + f->labels[i].text, i };
-	qsort(by_text, f->nlabels, sizeof *by_text, sorted_label_cmp);
-	uint32_t folded = 0;
-	for (uint32_t i = 0; i < f->nlabels; i++) {
-		if (i && fold_cmp(by_text[i - 1].text, by_text[i].text))
-			folded++;
-		ix->rank[by_text[i].id] = i;
-		ix->folded[by_text[i].id] = folded;
-	}
-}
-
-/* Nodes sorted by label rank, then (stably) by parent: two counting sorts. */
-static void index_group_kids(const struct wsp_flame *f, struct tree_index *ix, uint32_t *cursor, uint32_t *by_rank)
-{
-	size_t nl = f->nlabels, nn = f->nnodes;
-	memset(cursor, 0, (nl + 1) * sizeof *cursor);
-	for (uint32_t i = 1; i < nn; i++)
-		cursor[ix->rank[f->nodes[i].label] + 1]++;
-	for (size_t r = 1; r <= nl; r++)
-		cursor[r] += cursor[r - 1];
-	for (uint32_t i = 1; i < nn; i++)
-		by_rank[cursor[ix->rank[f->nodes[i].label]]++] = i;
-
-	for (uint32_t i = 1; i < nn; i++)
-		ix->first[f->nodes[i].parent + 1]++;
-	for (size_t p = 1; p <= nn; p++)
-		ix->first[p] += ix->first[p - 1];
-	memcpy(cursor, ix->first, nn * sizeof *cursor);
-	for (size_t k = 0; k + 1 < nn; k++) {
-		uint32_t node = by_rank[k];
-		ix->kids[cursor[f->nodes[node].parent]++] = node;
-	}
-}
-
-static int index_build(const struct wsp_flame *f, struct tree_index *ix)
-{
-	size_t nl = f->nlabels, nn = f->nnodes;
-	size_t scratch = (nl > nn ? nl : nn) + 1;
-	*ix = (struct tree_index){
-		.kids = malloc(nn * sizeof *ix->kids),
-		.first = calloc(nn + 1, sizeof *ix->first),
-		.rank = malloc((nl + 1) * sizeof *ix->rank),
-		.folded = malloc((nl + 1) * sizeof *ix->folded),
-	};
-	struct sorted_label *by_text = malloc((nl + 1) * sizeof *by_text);
-	uint32_t *cursor = malloc(scratch * sizeof *cursor);
-	uint32_t *by_rank = malloc(nn * sizeof *by_rank);
-	int err = 0;
-	if (!ix->kids || !ix->first || !ix->rank || !ix->folded || !by_text || !cursor || !by_rank) {
-		index_free(ix);
-		err = -ENOMEM;
-	} else {
-		index_rank_labels(f, ix, by_text);
-		index_group_kids(f, ix, cursor, by_rank);
-	}
-	free(by_text);
-	free(cursor);
-	free(by_rank);
-	return err;
-}
-
-static int finish(FILE *out)
-{
-	return fflush(out) || ferror(out) ? -EIO : 0;
-}
-
-/* ---- Folded text ---------------------------------------------------- */
-
-/* One depth of the walk: the children of the group above, the group of
- * siblings (equal folded labels) being written, and the next group's start. */
-struct fold_level {
-	const uint32_t *kids;
-	uint32_t *owned; /* kids merged from several siblings */
-	size_t n, at, end;
-};
-
-static int u64_cmp(const void *pa, const void *pb)
-{
-	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-	return a < b ? -1 : a > b;
-}
-
-/* The children of kids[at .. end), in label order. One node (the usual
- * case) lends its own; several are merged by (rank, node) sort keys. */
-static int fold_children(const struct wsp_flame *f, const struct tree_index *ix, const struct fold_level *up,
-			 struct fold_level *down)
-{
-	*down = (struct fold_level){ 0 };
-	if (up->end - up->at == 1) {
-		uint32_t node = up->kids[up->at];
-		down->kids = ix->kids + ix->first[node];
-		down->n = ix->first[node + 1] - ix->first[node];
-		return 0;
-	}
-	size_t n = 0;
-	for (size_t i = up->at; i < up->end; i++)
-		n += ix->first[up->kids[i] + 1] - ix->first[up->kids[i]];
-	uint64_t *keys = malloc((n + 1) * sizeof *keys);
-	down->owned = malloc((n + 1) * sizeof *down->owned);
-	if (!keys || !down->owned) {
-		free(keys);
-		free(down->owned);
-		return -ENOMEM;
-	}
-	for (size_t i = up->at, k = 0; i < up->end; i++)
-		for (uint32_t j = ix->first[up->kids[i]]; j < ix->first[up->kids[i] + 1]; j++)
-			keys[k++] = (uint64_t)ix->rank[f->nodes[ix->kids[j]].label] << 32 | ix->kids[j];
-	qsort(keys, n, sizeof *keys, u64_cmp);
-	for (size_t k = 0; k < n; k++)
-		down->owned[k] = (uint32_t)keys[k];
-	free(keys);
-	down->kids = down->owned;
-	down->n = n;
-	return 0;
-}
-
-static void fold_write_line(const struct wsp_flame *f, const struct fold_level *levels, size_t depth,
-			    uint64_t value, FILE *out)
-{
-	for (size_t d = 0; d < depth; d++) {
-		if (d)
-			putc(';', out);
-		for (const char *s = label_text(f, levels[d].kids[levels[d].at]); *s; s++)
-			putc(fold((unsigned char)*s), out);
-	}
-	fprintf(out, " %llu\n", (unsigned long long)value);
-}
-
-static int fold_walk(const struct wsp_flame *f, const struct tree_index *ix, FILE *out)
-{
-	struct fold_level *levels = NULL;
-	size_t cap = 0, depth = 1;
-	int err = wsp_grow(&levels, &cap, 1, sizeof *levels);
-	if (err)
-		return err;
-	levels[0] = (struct fold_level){ .kids = ix->kids + ix->first[ROOT], .n = ix->first[ROOT + 1] - ix->first[ROOT] };
-	while (depth && !err) {
-		struct fold_level *l = &levels[depth - 1];
-		if (l->end == l->n) {
-			free(l->owned);
-			depth--;
-			continue;
-		}
-		l->at = l->end;
-		uint32_t group = ix->folded[f->nodes[l->kids[l->at]].label];
-		uint64_t self = 0;
-		while (l->end < l->n && ix->folded[f->nodes[l->kids[l->end]].label] == group)
-			self += f->nodes[l->kids[l->end++]].self;
-		if (self)
-			fold_write_line(f, levels, depth, self, out);
-		err = wsp_grow(&levels, &cap, depth + 1, sizeof *levels);
-		if (!err)
-			err = fold_children(f, ix, &levels[depth - 1], &levels[depth]);
-		if (!err)
-			depth++;
-	}
-	while (depth)
-		free(levels[--depth].owned);
-	free(levels);
-	return err;
-}
-
-int wsp_flame_write_folded(const struct wsp_flame *f, FILE *out)
-{
-	struct tree_index ix;
-	int err = index_build(f, &ix);
-	if (err)
-		return err;
-	err = fold_walk(f, &ix, out);
-	index_free(&ix);
-	return err ? err : finish(out);
-}
 
 /* ---- Numbers for people --------------------------------------------- */
 
@@ -629,19 +209,19 @@ static void layout_note_depth(void *ctx, uint32_t node, unsigned depth, uint64_t
 static int layout_init(struct layout *lay, const struct wsp_flame *f, struct tree_index *ix, double width,
 		       double min_box)
 {
-	int err = index_build(f, ix);
+	int err = wsp_flame_index_build(f, ix);
 	if (err)
 		return err;
 	*lay = (struct layout){ .f = f, .ix = ix, .scale = width / (double)f->nodes[ROOT].total, .min_box = min_box };
 	err = layout_walk(lay, layout_note_depth, lay);
 	if (err)
-		index_free(ix);
+		wsp_flame_index_free(ix);
 	return err;
 }
 
 static const char *node_label(const struct wsp_flame *f, uint32_t node)
 {
-	return node == ROOT ? "all" : label_text(f, node);
+	return node == ROOT ? "all" : wsp_flame_label_text(f, node);
 }
 
 /* A differential graph's box: light grey when it stayed the same, redder
@@ -669,8 +249,8 @@ static void node_colour(const struct wsp_flame *f, uint32_t node, unsigned rgb[3
 		diff_colour(&f->nodes[node], rgb);
 		return;
 	}
-	uint64_t hash = node == ROOT ? hash_text("all") : f->labels[f->nodes[node].label].hash;
-	if (node != ROOT && !strncmp(label_text(f, node), "py ", 3)) {
+	uint64_t hash = node == ROOT ? wsp_flame_hash_text("all") : f->labels[f->nodes[node].label].hash;
+	if (node != ROOT && !strncmp(wsp_flame_label_text(f, node), "py ", 3)) {
 		rgb[0] = 90 + (unsigned)(hash % 60);
 		rgb[1] = 170 + (unsigned)((hash >> 16) % 50);
 		rgb[2] = 215 + (unsigned)((hash >> 32) % 41);
@@ -770,7 +350,7 @@ int wsp_flame_write_svg(const struct wsp_flame *f, const struct wsp_flame_svg_op
 		svg_open(&s, opt, s.top + 3 * SVG_ROW);
 		fprintf(out, "<text x=\"%u\" y=\"%u\" text-anchor=\"middle\">Nothing to show: no stack has a nonzero value.</text>\n"
 			     "</svg>\n", s.width / 2, s.top + 2 * SVG_ROW);
-		return finish(out);
+		return wsp_flame_finish(out);
 	}
 
 	struct tree_index ix;
@@ -780,8 +360,8 @@ int wsp_flame_write_svg(const struct wsp_flame *f, const struct wsp_flame_svg_op
 	svg_open(&s, opt, s.top + (s.lay.max_depth + 1) * SVG_ROW + SVG_PAD);
 	err = layout_walk(&s.lay, svg_frame, &s);
 	fputs("</svg>\n", out);
-	index_free(&ix);
-	return err ? err : finish(out);
+	wsp_flame_index_free(&ix);
+	return err ? err : wsp_flame_finish(out);
 }
 
 /* ---- A page of a document (cairo) ----------------------------------- */
@@ -987,6 +567,6 @@ int wsp_flame_draw_page(const struct wsp_flame *f, const struct wsp_flame_svg_op
 		page_list_cut(&pg, pg.bottom + PAGE_NOTE + 16, opt ? opt->unit : NULL);
 	cairo_restore(cr);
 	free(pg.cut);
-	index_free(&ix);
+	wsp_flame_index_free(&ix);
 	return err;
 }

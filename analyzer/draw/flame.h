@@ -1,17 +1,10 @@
 /*
- * flame.h - flame graphs of allocation stacks: stacks of frame labels with
- * a value each (bytes or a count) merged into one tree, written as folded
- * text (flamegraph.pl, speedscope) or as a self-contained SVG, or drawn on
- * a page of a document (plot.h: PDF, PNG) with the same boxes and colours.
- * wsp_flame_draw, last, builds the tree of a loaded trace's call stacks
- * and draws it: the flame page of the reports.
- *
- * Guarantees: stacks sharing outer frames share their boxes, each box's
- * value is the sum of the stacks through it; output depends only on what
- * was added, never on the order it was added in, so it can be compared
- * byte for byte. Memory is linear in the number of distinct frames of the
- * tree (nodes) and distinct labels. The model decides what a value means;
- * this module only sums and draws.
+ * flame.h - flame graphs drawn: the stack tree (compute/flametree.h)
+ * as a self-contained SVG, or on a page of a document (plot.h: PDF, PNG)
+ * with the same boxes and colours. wsp_flame_draw, last, builds the tree
+ * of a loaded trace's call stacks and draws it: the flame page of the
+ * reports. Output depends only on what was added to the tree, never on
+ * the order it was added in, so it can be compared byte for byte.
  */
 #ifndef WSP_FLAME_H
 #define WSP_FLAME_H
@@ -23,40 +16,7 @@
 
 #include <cairo.h>
 
-/* A tree of frames with summed values. */
-struct wsp_flame;
-
-/* @return an empty tree, or NULL when out of memory. */
-struct wsp_flame *wsp_flame_new(void);
-void wsp_flame_free(struct wsp_flame *f);
-
-/* Add one stack: frames[0] outermost ... frames[n-1] innermost (the
- * allocation's caller), with its value; a value of 0 is ignored. Labels are
- * copied as they are; each writer replaces what its format cannot carry.
- * @return 0, -EINVAL for an empty stack or a NULL label, or -ENOMEM (the
- * values are then unchanged). */
-int wsp_flame_add(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value);
-
-/* The sum of the values added. */
-uint64_t wsp_flame_total(const struct wsp_flame *f);
-
-/* A differential flame graph: the same stacks of a base run, with their
- * values, added after or before the drawn ones. Boxes stay as wide as the
- * drawn values (a stack only in the base has no width); the writers then
- * colour each box by its change (red grew, blue shrank) and name both
- * figures in its tooltip and in the page's list. Same rules as
- * wsp_flame_add. */
-int wsp_flame_add_base(struct wsp_flame *f, const char *const *frames, size_t n, uint64_t value);
-/* The sum of the base values added. */
-uint64_t wsp_flame_base_total(const struct wsp_flame *f);
-
-/* The folded-stack text flamegraph.pl and speedscope read: one line per
- * distinct stack, "frame1;frame2;...;frameN VALUE\n", outermost first.
- * In labels ';' becomes ':' and control characters become ' '; stacks that
- * become the same text are written once, summed. Lines are sorted frame by
- * frame (a stack before the stacks that extend it); stacks with value 0
- * are omitted. @return 0 or -errno. */
-int wsp_flame_write_folded(const struct wsp_flame *f, FILE *out);
+#include "flametree.h" /* the tree these draw */
 
 struct wsp_flame_svg_options {
 	const char *title;    /* "Peak heap by call stack: ./app (app.wsp)"; NULL: "Flame graph" */
@@ -86,16 +46,6 @@ int wsp_flame_write_svg(const struct wsp_flame *f, const struct wsp_flame_svg_op
  * opt's unit. opt may be NULL. @return 0 or -ENOMEM. */
 int wsp_flame_draw_page(const struct wsp_flame *f, const struct wsp_flame_svg_options *opt, cairo_t *cr);
 
-/* ---- The flame graph of a trace ------------------------------------- */
-
-/* What a box's width shows, from the model's per-stack figures. */
-enum wsp_flame_metric {
-	WSP_FLAME_PEAK,        /* bytes live when the kind peaked */
-	WSP_FLAME_LEAKED,      /* bytes still live at the end */
-	WSP_FLAME_ALLOCATIONS, /* allocations made */
-	WSP_FLAME_BYTES,       /* bytes allocated in all */
-};
-
 struct wsp_doc;
 struct wsp_loaded;
 
@@ -111,12 +61,15 @@ int wsp_flame_draw(struct wsp_doc *doc, const struct wsp_loaded *l, unsigned kin
  * status. */
 int wsp_flame_write(const struct wsp_flame *f, const struct wsp_flame_svg_options *opt, const char *output,
 		    bool folded);
-
-/* Add one kind's call stacks of a loaded trace to f, each frame a box
- * (a native frame its function, a Python frame its line), valued by the
- * metric: as drawn values, or as the base of a differential graph.
- * @return 0 or -ENOMEM. */
-int wsp_flame_add_trace(struct wsp_flame *f, const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric,
-			bool base);
+/* Whether output names a page (FILE.pdf, FILE.png) rather than an SVG. */
+bool wsp_flame_page_output(const char *path);
+/* wsp_flame_write with the titles of a trace's graph: the kind, the
+ * program, the metric and its total. @return the exit status. */
+int wsp_flame_write_trace(const struct wsp_flame *f, const struct wsp_loaded *l, unsigned kind,
+			  enum wsp_flame_metric metric, const char *output, bool folded);
+/* The same for a job's graph: nread of its npaths traces read.
+ * @return the exit status. */
+int wsp_flame_write_job(const struct wsp_flame *f, size_t nread, char *const *paths, size_t npaths, unsigned kind,
+			enum wsp_flame_metric metric, bool estimated, const char *output, bool folded);
 
 #endif

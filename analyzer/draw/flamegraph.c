@@ -1,130 +1,26 @@
 /*
- * flamegraph.c - `wsprof report flame`: the call stacks of one kind as a
- * flame graph (a self-contained SVG with tooltips, or a PDF or PNG page)
- * or as folded stacks for flamegraph.pl and speedscope, weighted by a
- * metric of the model's per-stack figures. wsp_flame_draw gives the whole
- * report the same page.
+ * flamegraph.c - `wsprof report flame` written out: a trace's (or a job's)
+ * stack tree (compute/flametree.c) titled, as a self-contained SVG with
+ * tooltips, a PDF or PNG page, or folded stacks for flamegraph.pl and
+ * speedscope (text/flamefold.c). wsp_flame_draw gives the whole report
+ * the same page. The command is cmd/flame.c.
  */
 #include "analyzer.h"
+#include "text.h"
 #include "flame.h"
-#include "job.h"
 #include "plot.h"
 #include "views.h"
 
 #include <errno.h>
-#include <getopt.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-static const char *const metric_names[] = { "peak", "leaked", "allocations", "bytes" };
 static const char *const metric_words[] = {
 	"bytes live when the kind peaked", "bytes still live at the end", "allocations made",
 	"bytes allocated in all",
 };
-
-struct build {
-	const struct wsp_loaded *l;
-	struct wsp_flame *flame;
-	enum wsp_flame_metric metric;
-	unsigned kind;
-	bool base;             /* the base run of a differential graph */
-	const char **labels;   /* outermost first, for wsp_flame_add */
-	char *text;            /* the labels' characters */
-	size_t cap, text_cap;
-	int err;
-};
-
-static uint64_t value_of(const struct wsp_site_stats *s, enum wsp_flame_metric m)
-{
-	static const enum wsp_site_figure figure[] = {
-		[WSP_FLAME_PEAK] = WSP_FIG_PEAK, [WSP_FLAME_LEAKED] = WSP_FIG_LEAKED,
-		[WSP_FLAME_ALLOCATIONS] = WSP_FIG_ALLOCATIONS, [WSP_FLAME_BYTES] = WSP_FIG_BYTES,
-	};
-	return wsp_site_figure(s, figure[m]);
-}
-
-/* A native flame frame is a function (or module+offset), not a line: a
- * function calling malloc from two lines is one box. A Python frame is
- * its line ("py train (train.py:42)"), as Python profilers show them: the
- * script's lines are what its author reads. */
-static const char *frame_text(const struct wsp_frame *f, char *buf, size_t cap)
-{
-	if (f->function && !f->python)
-		return f->function;
-	return wsp_frame_label(f, buf, cap);
-}
-
-static void add_stack(const struct wsp_site_stats *s, void *arg)
-{
-	struct build *b = arg;
-	uint64_t v = value_of(s, b->metric);
-	if (b->err || s->kind != b->kind || !v)
-		return;
-	const struct wsp_frame *frames;
-	size_t n = wsp_syms_stack(b->l->syms, b->l->trace, s->stack, &frames);
-	if (!n) {
-		static const char *const none[] = { "(no stack recorded)" };
-		b->err = (b->base ? wsp_flame_add_base : wsp_flame_add)(b->flame, none, 1, v);
-		return;
-	}
-	if (n > b->cap) {
-		const char **labels = realloc(b->labels, n * sizeof *labels);
-		if (!labels) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->labels = labels;
-		b->cap = n;
-	}
-	/* Labels go into one buffer first (frame_text may format into it), then get pointed at. */
-	size_t need = 0;
-	char tmp[1024];
-	for (size_t i = 0; i < n; i++)
-		need += strlen(frame_text(&frames[i], tmp, sizeof tmp)) + 1;
-	if (need > b->text_cap) {
-		char *text = realloc(b->text, need);
-		if (!text) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->text = text;
-		b->text_cap = need;
-	}
-	char *p = b->text;
-	for (size_t i = 0; i < n; i++) {
-		const char *t = frame_text(&frames[i], tmp, sizeof tmp);
-		size_t len = strlen(t) + 1;
-		memcpy(p, t, len);
-		b->labels[n - 1 - i] = p; /* frames are innermost first; the graph wants the root first */
-		p += len;
-	}
-	b->err = (b->base ? wsp_flame_add_base : wsp_flame_add)(b->flame, b->labels, n, v);
-}
-
-int wsp_flame_add_trace(struct wsp_flame *f, const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric,
-			bool base)
-{
-	struct build b = { .l = l, .flame = f, .metric = metric, .kind = kind, .base = base };
-	wsp_model_each_site(l->model, add_stack, &b);
-	free(b.labels);
-	free(b.text);
-	return b.err;
-}
-
-/* The tree of one kind's stacks. @return 0 or -ENOMEM (*out NULL). */
-static int flame_of(const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric, struct wsp_flame **out)
-{
-	struct wsp_flame *f = wsp_flame_new();
-	int err = f ? wsp_flame_add_trace(f, l, kind, metric, false) : -ENOMEM;
-	if (err) {
-		wsp_flame_free(f);
-		f = NULL;
-	}
-	*out = f;
-	return err;
-}
 
 /* "3.10 KiB" or "12,345": the sum of the metric. */
 static const char *total_text(char *buf, size_t cap, const struct wsp_flame *f, enum wsp_flame_metric metric)
@@ -137,7 +33,7 @@ static const char *total_text(char *buf, size_t cap, const struct wsp_flame *f, 
 int wsp_flame_draw(struct wsp_doc *doc, const struct wsp_loaded *l, unsigned kind, enum wsp_flame_metric metric)
 {
 	struct wsp_flame *f;
-	int err = flame_of(l, kind, metric, &f);
+	int err = wsp_flame_of(l, kind, metric, &f);
 	if (!err) {
 		char title[256], subtitle[1024], total[32];
 		snprintf(title, sizeof title, "%s by call stack: %s (%s%s in all)", wsprof_kind_name(kind),
@@ -156,56 +52,16 @@ int wsp_flame_draw(struct wsp_doc *doc, const struct wsp_loaded *l, unsigned kin
 }
 
 /* A PDF or PNG is drawn with cairo; anything else is the SVG with tooltips. */
-static bool page_output(const char *path)
+bool wsp_flame_page_output(const char *path)
 {
 	const char *dot = strrchr(path, '.');
 	return dot && (!strcasecmp(dot, ".pdf") || !strcasecmp(dot, ".png"));
 }
 
-static void usage(FILE *out)
-{
-	fputs("usage: wsprof report flame [--metric peak|leaked|allocations|bytes] [--format svg|folded]\n"
-	      "                           [--kind KIND] [-o FILE] [--process P] TRACE...|DIR\n"
-	      "  several traces or a directory: every process's stacks in one graph, summed\n"
-	      "  --metric M     what a box's width shows (default peak: bytes live when the kind peaked)\n"
-	      "  --format F     svg (default): a self-contained flame graph; folded: the stack text\n"
-	      "                 that flamegraph.pl and speedscope read\n"
-	      "  --kind KIND    heap (default) or mmap\n"
-	      "  -o FILE        where to write (- for stdout); an SVG needs it; FILE.pdf or FILE.png\n"
-	      "                 draws the graph as a PDF or PNG page instead\n", out);
-}
-
-struct flame_options {
-	enum wsp_flame_metric metric;
-	bool folded;
-};
-
-static int flame_option(void *ctx, int val, const char *arg)
-{
-	struct flame_options *o = ctx;
-	if (val == 'm') {
-		size_t i = 0;
-		while (i < 4 && strcmp(arg, metric_names[i]))
-			i++;
-		if (i == 4) {
-			fprintf(stderr, "wsprof: --metric takes peak, leaked, allocations or bytes\n");
-			return 2;
-		}
-		o->metric = (enum wsp_flame_metric)i;
-		return 0;
-	}
-	if (strcmp(arg, "svg") && strcmp(arg, "folded")) { /* --format */
-		fprintf(stderr, "wsprof: --format takes svg or folded\n");
-		return 2;
-	}
-	o->folded = !strcmp(arg, "folded");
-	return 0;
-}
-
 int wsp_flame_write(const struct wsp_flame *flame, const struct wsp_flame_svg_options *so, const char *output,
 		    bool folded)
 {
-	if (!folded && page_output(output)) {
+	if (!folded && wsp_flame_page_output(output)) {
 		struct wsp_doc *doc = wsp_doc_open(output, false);
 		int err = doc ? wsp_flame_draw_page(flame, so, wsp_doc_page(doc)) : 0;
 		if (err)
@@ -229,116 +85,35 @@ int wsp_flame_write(const struct wsp_flame *flame, const struct wsp_flame_svg_op
 	return 0;
 }
 
-/* A job's graph: every process's stacks added to one tree. */
-struct job_flame {
-	struct wsp_flame *flame;
-	unsigned kind;
-	enum wsp_flame_metric metric;
-	pthread_mutex_t lock;
-	bool estimated;
-};
-
-static int add_process(struct wsp_job_proc *p, struct wsp_loaded *l, void *ctx)
+int wsp_flame_write_job(const struct wsp_flame *flame, size_t nread, char *const *paths, size_t npaths, unsigned kind,
+			enum wsp_flame_metric metric, bool estimated, const char *output, bool folded)
 {
-	struct job_flame *jf = ctx;
-	pthread_mutex_lock(&jf->lock);
-	int err = wsp_flame_add_trace(jf->flame, l, jf->kind, jf->metric, false);
-	jf->estimated = jf->estimated || *wsp_est(l, jf->kind);
-	pthread_mutex_unlock(&jf->lock);
-	(void)p;
-	if (err)
-		fprintf(stderr, "wsprof: out of memory\n");
-	return err ? -1 : 0;
-}
-
-static int flame_job(const struct wsp_cli *cli, unsigned kind, enum wsp_flame_metric metric, bool folded)
-{
-	struct job_flame jf = { .flame = wsp_flame_new(), .kind = kind, .metric = metric, .lock = PTHREAD_MUTEX_INITIALIZER };
-	struct wsp_model_options mo = { .per_stack = true };
-	struct wsp_job job;
-	if (!jf.flame) {
-		fprintf(stderr, "wsprof: out of memory\n");
-		return 1;
-	}
-	if (wsp_job_load(cli->job, cli->njob, &mo, true, add_process, &jf, &job)) {
-		wsp_flame_free(jf.flame);
-		return 1;
-	}
 	char title[512], subtitle[512], total[32];
-	size_t n = job.n - job.unread;
+	size_t n = nread;
 	snprintf(title, sizeof title, "%s by call stack: a job of %zu process%s (%s%s)", wsprof_kind_name(kind), n,
-		 n == 1 ? "" : "es", cli->job[0], cli->njob > 1 ? " ..." : "");
+		 n == 1 ? "" : "es", paths[0], npaths > 1 ? " ..." : "");
 	snprintf(subtitle, sizeof subtitle, "width: %s, summed over the processes (%s%s in all)%s", metric_words[metric],
-		 jf.estimated ? "~" : "", total_text(total, sizeof total, jf.flame, metric),
-		 jf.estimated ? "; sampled traces' figures are estimates" : "");
+		 estimated ? "~" : "", total_text(total, sizeof total, flame, metric),
+		 estimated ? "; sampled traces' figures are estimates" : "");
 	struct wsp_flame_svg_options so = { .title = title, .subtitle = subtitle,
 					    .unit = metric == WSP_FLAME_ALLOCATIONS ? "allocations" : "bytes" };
-	int rc = wsp_flame_write(jf.flame, &so, cli->out, folded);
-	wsp_flame_free(jf.flame);
-	wsp_job_free(&job, NULL);
-	return rc;
+	return wsp_flame_write(flame, &so, output, folded);
 }
 
-int wsp_cmd_flame(int argc, char **argv)
+int wsp_flame_write_trace(const struct wsp_flame *flame, const struct wsp_loaded *l, unsigned kind,
+			  enum wsp_flame_metric metric, const char *output, bool folded)
 {
-	static const struct wsp_cli_option own[] = {
-		{ "metric", required_argument, 0, 'm' },
-		{ "format", required_argument, 0, 'f' },
-		{ 0 },
-	};
-	struct flame_options fo = { .metric = WSP_FLAME_PEAK };
-	struct wsp_cli cli;
-	int status = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT | WSP_CLI_KIND | WSP_CLI_MANY, own, flame_option, &fo, usage, &cli);
-	if (status >= 0)
-		return status;
-	enum wsp_flame_metric metric = fo.metric;
-	bool folded = fo.folded;
-	unsigned kind = cli.kind >= 0 ? (unsigned)cli.kind : WSPROF_KIND_HEAP;
-	const char *output = cli.out, *trace = cli.trace;
-	if (!output && !folded) {
-		fprintf(stderr, "wsprof: report flame writes an SVG: name it with -o FILE.svg (or use --format folded)\n");
-		wsp_cli_free(&cli);
-		return 2;
-	}
-	if (cli.job) {
-		int rc = flame_job(&cli, kind, metric, folded);
-		wsp_cli_free(&cli);
-		return rc;
-	}
-	struct wsp_model_options mo = { .per_stack = true };
-	struct wsp_loaded l;
-	if (wsp_load(trace, &mo, true, &l)) {
-		wsp_cli_free(&cli);
-		return 1;
-	}
-	int rc = 0;
-	if (!folded && page_output(output)) {
-		struct wsp_doc *doc = wsp_doc_open(output, false);
-		rc = wsp_doc_finish(doc, doc && wsp_flame_draw(doc, &l, kind, metric) == 0);
-	} else {
-		struct wsp_flame *flame;
-		int err = flame_of(&l, kind, metric, &flame);
-		if (err) {
-			fprintf(stderr, "wsprof: %s\n", strerror(-err));
-			rc = 1;
-		} else {
-			const wsprof_process *p = wsprof_trace_process(l.trace);
-			char title[1024], subtitle[256], total[32], sampled[128];
-			snprintf(title, sizeof title, "%s by call stack: %s (%s)", wsprof_kind_name(kind),
-				 p->cmdline[0] ? p->cmdline : p->exe, l.path);
-			wsp_sampled_text(&l, sampled, sizeof sampled);
-			snprintf(subtitle, sizeof subtitle, "width: %s (%s%s in all)%s%s%s", metric_words[metric],
-				 wsp_est(&l, kind), total_text(total, sizeof total, flame, metric),
-				 l.status.complete ? "" : "; the trace is incomplete", sampled[0] ? "; " : "", sampled);
-			if (folded && sampled[0]) /* the folded format has no place for it */
-				fprintf(stderr, "wsprof: %s\n", sampled);
-			struct wsp_flame_svg_options so = { .title = title, .subtitle = subtitle,
-							    .unit = metric == WSP_FLAME_ALLOCATIONS ? "allocations" : "bytes" };
-			rc = wsp_flame_write(flame, &so, output, folded);
-			wsp_flame_free(flame);
-		}
-	}
-	wsp_loaded_free(&l);
-	wsp_cli_free(&cli);
-	return rc;
+	const wsprof_process *p = wsprof_trace_process(l->trace);
+	char title[1024], subtitle[256], total[32], sampled[128];
+	snprintf(title, sizeof title, "%s by call stack: %s (%s)", wsprof_kind_name(kind),
+		 p->cmdline[0] ? p->cmdline : p->exe, l->path);
+	wsp_sampled_text(l, sampled, sizeof sampled);
+	snprintf(subtitle, sizeof subtitle, "width: %s (%s%s in all)%s%s%s", metric_words[metric],
+		 wsp_est(l, kind), total_text(total, sizeof total, flame, metric),
+		 l->status.complete ? "" : "; the trace is incomplete", sampled[0] ? "; " : "", sampled);
+	if (folded && sampled[0]) /* the folded format has no place for it */
+		fprintf(stderr, "wsprof: %s\n", sampled);
+	struct wsp_flame_svg_options so = { .title = title, .subtitle = subtitle,
+					    .unit = metric == WSP_FLAME_ALLOCATIONS ? "allocations" : "bytes" };
+	return wsp_flame_write(flame, &so, output, folded);
 }

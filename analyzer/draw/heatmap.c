@@ -3,7 +3,7 @@
  * drawn a view a page; and the heatmaps following the full report's load
  * (wsp_heat_*).
  */
-#include "heatgrid.h"
+#include "heatwords.h"
 
 #include "views.h"
 

@@ -14,6 +14,10 @@
  * (NAME-1.svg, NAME-2.svg, ...), listed on stderr.
  */
 #include "views.h"
+#include "text.h"
+#include "cli.h"
+#include "compute.h"
+#include "commands.h"
 
 #include "flame.h"
 #include "heatmap.h"

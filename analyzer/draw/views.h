@@ -10,6 +10,7 @@
 #define WSP_VIEWS_H
 
 #include "analyzer.h"
+#include "heatmap.h"
 #include "plot.h"
 
 /* "program (pid N) - trace - 12.3 s": the line under every page title. */
@@ -19,15 +20,27 @@ void wsp_view_subtitle(const struct wsp_loaded *l, char *buf, size_t cap);
  * open runs to the end). @return how many. */
 size_t wsp_view_phases(const struct wsp_chart *c, const struct wsp_loaded *l);
 
-/* The kinds charted over time (kind -1: every kind the trace has). */
-size_t wsp_timeline_kinds(const struct wsp_loaded *l, int kind, unsigned *kinds);
-/* Memory over time: a chart per kind, two to a page. @return pages drawn. */
+/* Memory over time: a chart per kind (timeline.h), WSP_TIMELINE_CHARTS_PER_PAGE to a page. @return pages drawn. */
+#define WSP_TIMELINE_CHARTS_PER_PAGE 2
 size_t wsp_timeline_draw(struct wsp_doc *doc, const struct wsp_loaded *l, int kind);
 /* The working set over time and its distribution, one page; kind -1:
  * all kinds. @return pages drawn (0: no access samples). */
 size_t wsp_wss_draw(struct wsp_doc *doc, const struct wsp_loaded *l, int kind);
 
-int wsp_cmd_timeline(int argc, char **argv);
-int wsp_cmd_report(int argc, char **argv);
+/* ---- heatmap.c: the heatmap's pages (model/heatmap.h) ---------------------- */
+
+/* Draw a page per view asked for into doc (a view with nothing to show,
+ * such as named buffers in a trace that names none, is left out when
+ * other views are asked for too).
+ * @return the pages drawn, or -1 after a one-line error. */
+int wsp_heatmap_draw(struct wsp_doc *doc, const char *trace_path, const struct wsp_heatmap_options *opt);
+
+/* The pages of a heatmap computed by a follower of the load (wsp_heat_new). @return the pages drawn. */
+int wsp_heat_pages(struct wsp_doc *doc, struct wsp_heat *h);
+
+struct wsp_job;
+/* A job's processes, a line each on the job's clock (wsp_timeline_job_load),
+ * first naming its first trace of ntraces. */
+void wsp_timeline_job_draw(struct wsp_doc *doc, const struct wsp_job *job, unsigned kind, const char *first, size_t ntraces);
 
 #endif

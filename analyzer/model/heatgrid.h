@@ -164,11 +164,6 @@ long heat_row_of_stack(struct heat *h, uint64_t stack);
 long heat_row_of_name(struct heat *h, const struct wsp_block *b);
 void heat_touch_row(struct view *v, long r, double bytes, int *err);
 
-/* Words shared by the pages and the text (heattext.c). */
-const char *heat_sources_text(unsigned bits, char *buf, size_t cap);
-const char *heat_figure(char *buf, size_t cap, double v, bool rate);
-const char *heat_view_title(const struct view *v, char *buf, size_t cap);
-const char *heat_view_note(const struct heat *h, const struct view *v, char *buf, size_t cap);
-const char *heat_colour_words(const struct view *v, char *buf, size_t cap);
+/* The words the pages and the text share: compute/heatwords.h. */
 
 #endif

@@ -24,7 +24,6 @@
 #include <stdint.h>
 
 #include "analyzer.h"
-struct wsp_doc; /* plot.h: the drawn views only */
 
 #define WSP_HEAT_COLUMNS 300
 
@@ -40,23 +39,16 @@ struct wsp_heatmap_options {
 	size_t top;              /* by call site or name: rows at most (0: 30) */
 };
 
-/* Draw a page per view asked for into doc (a view with nothing to show,
- * such as named buffers in a trace that names none, is left out when
- * other views are asked for too).
- * @return the pages drawn, or -1 after a one-line error. */
-int wsp_heatmap_draw(struct wsp_doc *doc, const char *trace_path, const struct wsp_heatmap_options *opt);
-
-/* The same pages computed by a follower of someone else's load: l is the
- * load followed (the address wsp_load_following fills), whose model must
- * match access samples (no totals_only, unmatched_access or
- * no_access_figures) and whose trace, symbols and model the pages borrow:
- * l must outlive the heatmap, and so must opt. */
+/* The pages (draw/views.h: wsp_heatmap_draw, wsp_heat_pages) computed by
+ * a follower of someone else's load: l is the load followed (the address
+ * wsp_load_following fills), whose model must match access samples (no
+ * totals_only, unmatched_access or no_access_figures) and whose trace,
+ * symbols and model the pages borrow: l must outlive the heatmap, and so
+ * must opt. */
 struct wsp_heat;
 struct wsp_heat *wsp_heat_new(const char *trace_path, const struct wsp_heatmap_options *opt,
 			      const struct wsp_loaded *l);
 struct wsp_follower wsp_heat_follower(struct wsp_heat *h);
-/* After the load. @return the pages drawn. */
-int wsp_heat_pages(struct wsp_doc *doc, struct wsp_heat *h);
 void wsp_heat_free(struct wsp_heat *h);
 
 #endif

@@ -60,7 +60,7 @@ struct wsp_syms;
 
 /* warn: where one-line warnings go (a rebuilt or missing module, a
  * damaged cache), or NULL. view: which frames stacks show, as the command
- * line chose it (cli/main.c: --stacks, else WSPROF_STACKS). */
+ * line chose it (cmd/main.c: --stacks, else WSPROF_STACKS). */
 struct wsp_syms *wsp_syms_new(FILE *warn, enum wsp_stack_view view);
 void wsp_syms_free(struct wsp_syms *s);
 /* Keep names between reports of the trace at trace_path: read the cache

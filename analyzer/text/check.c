@@ -9,6 +9,10 @@
  * that cannot be read, so a CI step fails for the right reason.
  */
 #include "analyzer.h"
+#include "text.h"
+#include "cli.h"
+#include "compute.h"
+#include "commands.h"
 #include "json.h"
 
 #include <getopt.h>

@@ -7,7 +7,11 @@
  * the new run, red where it grew, blue where it shrank).
  */
 #include "analyzer.h"
-#include "flame.h"
+#include "text.h"
+#include "cli.h"
+#include "compute.h"
+#include "commands.h"
+#include "flame.h" /* the differential flame graph of -o */
 #include "json.h"
 
 #include <errno.h>

@@ -25,6 +25,9 @@
  * enough for a browser.
  */
 #include "analyzer.h"
+#include "text.h"
+#include "cli.h"
+#include "commands.h"
 #include "config.h"
 #include "json.h"
 #include "pprof.h"

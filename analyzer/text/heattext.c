@@ -1,98 +1,18 @@
 /*
- * heattext.c - `wsprof report heatmap`: the grid as text and JSON, the
- * words the pages share, and the command.
+ * heattext.c - `wsprof report heatmap` as text and JSON: one view of the
+ * grid that model/heatgrid.c computed, a row as a strip of characters
+ * darker for more, or every cell's figure in JSON. The command is
+ * cmd/heatmap.c; the pages are draw/heatmap.c's.
  */
-#include "heatgrid.h"
+#include "heatwords.h"
+#include "text.h"
 
-#include "json.h"
-#include "views.h"
+#include "plot.h" /* wsp_unit_format: the time axis' words */
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- words ---------------------------------------------------------------- */
-
-const char *heat_sources_text(unsigned bits, char *buf, size_t cap)
-{
-	size_t o = 0;
-	buf[0] = 0;
-	for (int s = 0; s < SOURCES; s++)
-		if (bits >> s & 1)
-			o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%s", o ? ", " : "", wsp_access_source((unsigned)s)->word);
-	return buf;
-}
-
-/* A heat_figure as the rows show it: "269 MiB/s", "1.50 GiB". */
-const char *heat_figure(char *buf, size_t cap, double v, bool rate)
-{
-	char b[32];
-	snprintf(buf, cap, "%s%s", wsp_human_bytes(b, sizeof b, (uint64_t)llround(v)), rate ? "/s" : "");
-	return buf;
-}
-
-const char *heat_view_title(const struct view *v, char *buf, size_t cap)
-{
-	static const char *const rows[] = { "by address", "by allocation site", "by named buffer" };
-	snprintf(buf, cap, "Heatmap: %s %s, over time", v->access ? "memory accessed" : "live memory", rows[v->by]);
-	return buf;
-}
-
-/* What the rows are: the line under the heading. */
-const char *heat_view_note(const struct heat *h, const struct view *v, char *buf, size_t cap)
-{
-	char a[32], b[32], kind[48] = "";
-	if (h->opt->kind >= 0)
-		snprintf(kind, sizeof kind, "%s only; ", wsprof_kind_name((unsigned)h->opt->kind));
-	const char *by = v->access ? "bytes accessed" : "live bytes over time";
-	size_t keys = 0;
-	for (size_t i = 0; i < v->nrows; i++)
-		keys += v->rows[i].what == ROW_KEY;
-	switch (v->by) {
-	case WSP_HEAT_BY_ADDRESS:
-		if (!v->nrows)
-			snprintf(buf, cap, "%snothing was live or accessed%s", kind, h->opt->range_hi ? " in the range asked for" : "");
-		else if (v->segment != SIZE_MAX)
-			snprintf(buf, cap, "%sthe hottest of %zu address spans, %s wide; rows of %s; --range all shows every span",
-				 kind, v->nsegments, wsp_human_bytes(a, sizeof a, v->view_hi - v->view_lo),
-				 wsp_human_bytes(b, sizeof b, v->band));
-		else
-			snprintf(buf, cap, "%s%s; rows of %s; ranges empty for the whole run collapsed", kind,
-				 h->opt->range_hi ? "the range asked for" : "every address span", wsp_human_bytes(b, sizeof b, v->band));
-		break;
-	case WSP_HEAT_BY_CALLSITE:
-		if (!v->ranked) {
-			snprintf(buf, cap, "%sno allocation was live or accessed", kind);
-			break;
-		}
-		snprintf(buf, cap, "%s%s%zu of %zu allocation sites by %s%s", kind, keys < v->ranked ? "the top " : "", keys,
-			 v->ranked, by, keys < v->ranked ? "; the others in one row" : "");
-		break;
-	default:
-		if (!h->names)
-			snprintf(buf, cap, "%sno block was named: name buffers with wsprof_name() (wsprof.h) or NVTX", kind);
-		else
-			snprintf(buf, cap, "%s%s%zu of %zu named buffers by %s; memory without a name in the last row", kind,
-				 keys < v->ranked ? "the top " : "", keys, v->ranked, by);
-	}
-	return buf;
-}
-
-const char *heat_colour_words(const struct view *v, char *buf, size_t cap)
-{
-	char s[128];
-	if (v->access)
-		snprintf(buf, cap, "colour: bytes accessed per second (%s%s); pale grey: live, not accessed; white: nothing live",
-			 heat_sources_text(v->sources, s, sizeof s), v->sources & (v->sources - 1) ? ", the most one saw" : "");
-	else
-		snprintf(buf, cap, "colour: live bytes (mean of the column's samples); white: nothing live; no access samples "
-			 "for this memory");
-	return buf;
-}
-
-/* ---- text and JSON -------------------------------------------------------- */
 
 #define STRIP 60
 static const char shades[] = "-:=+*#%@";
@@ -177,7 +97,7 @@ static struct hrow *text_lines(const struct heat *h, const struct view *v, size_
 	return lines;
 }
 
-static void print_text(const struct heat *h, const struct view *v)
+void wsp_heat_print_text(const struct heat *h, const struct view *v)
 {
 	char note[512], words[512], title[128], a[32], b[32];
 	wsp_print_heading(&h->l, "heatmap");
@@ -211,7 +131,7 @@ static void print_text(const struct heat *h, const struct view *v)
 	free(lines);
 }
 
-static void print_json(const struct heat *h, const struct view *v)
+void wsp_heat_print_json(const struct heat *h, const struct view *v)
 {
 	const wsprof_process *p = wsprof_trace_process(h->l.trace);
 	struct wsp_json j;
@@ -302,116 +222,3 @@ static void print_json(const struct heat *h, const struct view *v)
 	wsp_json_end_array(&j);
 	wsp_json_end_object(&j);
 }
-
-/* ---- the command -------------------------------------------------------- */
-
-static void usage(FILE *out)
-{
-	fputs("usage: wsprof report heatmap [--by address|callsite|name] [--range hot|all|LO-HI] [--top N]\n"
-	      "                             [--kind KIND] [-o OUT.svg|.png|.pdf] [--json] TRACE\n"
-	      "  memory over time: the access rate (bytes accessed per second) where the trace has\n"
-	      "  access samples, the live bytes otherwise; pale grey is live memory nobody accessed\n"
-	      "  --by address   rows are address bands; ranges empty for the whole run are collapsed\n"
-	      "  --by callsite  a row per allocation site (first frame outside the allocator)\n"
-	      "  --by name      a row per named buffer (wsprof_name, NVTX), unnamed memory last\n"
-	      "  --range hot    by address: only the hottest span (the default); all: every span;\n"
-	      "                 LO-HI: the addresses from LO to HI (0x... or decimal)\n"
-	      "  --top N        sites or names with a row of their own (1 to 45, default 30)\n"
-	      "  --kind KIND    only blocks of that kind (heap, mmap, cuda_device, pool, ...)\n"
-	      "  -o FILE        draw it (.svg, .png or .pdf); --json prints the grid; text otherwise\n", out);
-}
-
-static int parse_range(const char *s, struct wsp_heatmap_options *o)
-{
-	if (!strcmp(s, "hot") || !strcmp(s, "all")) {
-		o->all_ranges = !strcmp(s, "all");
-		o->range_lo = o->range_hi = 0;
-		return 0;
-	}
-	char *end;
-	unsigned long long lo = strtoull(s, &end, 0), hi = 0;
-	if (end != s && *end == '-' && end[1] != '-') {
-		const char *h = end + 1;
-		hi = strtoull(h, &end, 0);
-		if (end != h && !*end && hi > lo && *s != '-') {
-			o->range_lo = lo;
-			o->range_hi = hi;
-			return 0;
-		}
-	}
-	fprintf(stderr, "wsprof: --range takes hot, all or LO-HI (addresses, LO below HI: 0x7f0000000000-0x7f0100000000), "
-		"not '%s'\n", s);
-	return -1;
-}
-
-static int heat_option(void *ctx, int val, const char *arg)
-{
-	struct wsp_heatmap_options *o = ctx;
-	if (val == 'b') {
-		int by = 0;
-		while (by < WSP_HEAT_BY_COUNT && strcmp(arg, wsp_heat_by_names[by]))
-			by++;
-		if (by == WSP_HEAT_BY_COUNT) {
-			fprintf(stderr, "wsprof: --by takes address, callsite or name, not '%s'\n", arg);
-			return 2;
-		}
-		o->views = 1u << by;
-		return 0;
-	}
-	if (val == 'r')
-		return parse_range(arg, o) ? 2 : 0;
-	char *end; /* --top */
-	unsigned long v = strtoul(arg, &end, 10);
-	if (*arg == '-' || *end || !*arg || v < 1 || v > MAX_TOP) {
-		fprintf(stderr, "wsprof: --top wants 1 to %d rows (what a page shows readably), not '%s'\n", MAX_TOP, arg);
-		return 2;
-	}
-	o->top = v;
-	return 0;
-}
-
-int wsp_cmd_heatmap(int argc, char **argv)
-{
-	static const struct wsp_cli_option own[] = {
-		{ "by", required_argument, 0, 'b' },
-		{ "range", required_argument, 0, 'r' },
-		{ "top", required_argument, 0, 't' },
-		{ 0 },
-	};
-	struct wsp_heatmap_options o = { .views = 1u << WSP_HEAT_BY_ADDRESS, .kind = -1 };
-	struct wsp_cli cli;
-	int rc = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT | WSP_CLI_KIND | WSP_CLI_JSON | WSP_CLI_BOTH, own, heat_option,
-			       &o, usage, &cli);
-	if (rc >= 0)
-		return rc;
-	if (cli.kind >= 0 && !has_addresses((unsigned)cli.kind)) {
-		fprintf(stderr, "wsprof: %s blocks have no addresses memory is accessed at: use --kind cuda_vmm_mapped\n",
-			wsprof_kind_name((unsigned)cli.kind));
-		return 2;
-	}
-	o.kind = cli.kind;
-	const char *path = cli.trace, *out = cli.out;
-	bool json = cli.json;
-	enum wsp_doc_format format;
-	if (out && wsp_doc_format_of(out, &format))
-		return 2;
-	if (out) {
-		struct wsp_doc *doc = wsp_doc_open(out, false);
-		if (!doc)
-			return 1;
-		int status = wsp_doc_finish(doc, wsp_heatmap_draw(doc, path, &o) >= 0);
-		if (status || !json)
-			return status;
-	}
-	struct heat h;
-	if (heat_compute(&h, path, &o))
-		return 1;
-	const struct view *v = &h.views[__builtin_ctz(o.views)];
-	if (json)
-		print_json(&h, v);
-	else
-		print_text(&h, v);
-	heat_free(&h);
-	return 0;
-}
-

@@ -5,6 +5,7 @@
  * least, median and most with who holds it: the imbalance users look for.
  */
 #include "analyzer.h"
+#include "text.h"
 #include "job.h"
 #include "json.h"
 

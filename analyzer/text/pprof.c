@@ -33,6 +33,7 @@
  * it gzipped, as profile.proto files are on disk.
  */
 #include "pprof.h"
+#include "text.h"
 #include "timeindex.h"
 
 #include "config.h"

@@ -5,18 +5,17 @@
  * and which blocks could be given back, least recently used first, with
  * the running total evicting them would free; per memory, the holes
  * between its blocks, and at a failed allocation the request against the
- * largest hole. With -o, the same drawn as a map of addresses (statemap.c).
+ * largest hole, as text or JSON. The command is cmd/state.c; the map of
+ * -o is draw/statemap.c's.
  *
- * The state itself is state.c's.
+ * The state itself is model/state.c's, its layout compute/layout.c's.
  */
-#include "state.h"
-#include "json.h"
-#include "statemap.h"
+#include "layout.h"
+#include "text.h"
 
 #include "grow.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +86,7 @@ static void print_failure(const struct wsp_state *st, const struct wsp_memory *m
 	printf("\n");
 }
 
-static void print_text(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem)
+void wsp_state_print_text(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem)
 {
 	wsp_print_heading(&st->l, "memory state");
 	printf("  at %s\n\n", st->what);
@@ -252,7 +251,7 @@ static void json_failure(struct wsp_json *j, const struct wsp_state *st, const s
 	wsp_json_end_object(j);
 }
 
-static void print_json(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem)
+void wsp_state_print_json(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem)
 {
 	const wsprof_process *p = wsprof_trace_process(st->l.trace);
 	struct wsp_json j;
@@ -284,85 +283,4 @@ static void print_json(struct wsp_state *st, const struct wsp_memory *mem, size_
 	free(lru);
 	wsp_json_end_array(&j);
 	wsp_json_end_object(&j);
-}
-
-static void usage(FILE *out)
-{
-	fputs("usage: wsprof report state [--at peak|end|oom|SECONDS|LABEL] [--kind KIND] [--json | -o FILE] TRACE\n"
-	      "  every live block at that moment (default: the peak of the largest kind), with its name,\n"
-	      "  holders, validity and last use from the program's annotations (wsprof.h); then the\n"
-	      "  collectable blocks, least recently used first, with what evicting them would free; per\n"
-	      "  memory, the holes between its blocks, the largest and how fragmented they are\n"
-	      "  --at peak     when the kind (--kind, else the largest) peaked\n"
-	      "  --at oom      at the first failed allocation (of --kind, else any): the request against\n"
-	      "                the largest hole\n"
-	      "  --at SECONDS  that many seconds after the start; --at LABEL: at wsprof_snapshot(LABEL)\n"
-	      "  -o FILE       draw the memory map: a page per memory (heap, mmap, each CUDA device, ...;\n"
-	      "                --kind picks one kind), as .pdf, .svg or .png\n", out);
-}
-
-/* A map needs addresses: say what to draw instead. */
-static bool drawable_kind(unsigned kind)
-{
-	if (wsp_memory_kind(kind))
-		return true;
-	if (kind == WSPROF_KIND_POOL)
-		fprintf(stderr, "wsprof: pool sub-allocations are drawn inside the blocks they are carved from: "
-				"use --kind with the kind of those blocks (heap, cuda_device, ...)\n");
-	else
-		fprintf(stderr, "wsprof: --kind %s has no addresses to draw (CUDA VMM allocations are handles): "
-				"draw the mapped memory's kind, or leave -o out for the text\n", wsprof_kind_name(kind));
-	return false;
-}
-
-static int draw(struct wsp_state *st, const struct wsp_memory *mem, size_t nmem, const char *out)
-{
-	struct wsp_doc *doc = wsp_doc_open(out, nmem > 1);
-	if (!doc)
-		return 1;
-	wsp_statemap_draw_state(doc, st, mem, nmem);
-	return wsp_doc_finish(doc, true);
-}
-
-static int state_option(void *ctx, int val, const char *arg)
-{
-	(void)val; /* --at, the only one */
-	*(const char **)ctx = arg;
-	return 0;
-}
-
-int wsp_cmd_state(int argc, char **argv)
-{
-	static const struct wsp_cli_option own[] = { { "at", required_argument, 0, 'a' }, { 0 } };
-	const char *at = "peak";
-	struct wsp_cli cli;
-	int rc = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT | WSP_CLI_KIND | WSP_CLI_JSON, own, state_option, &at, usage,
-			       &cli);
-	if (rc >= 0)
-		return rc;
-	const char *path = cli.trace, *out = cli.out;
-	bool json = cli.json;
-	enum wsp_doc_format format;
-	if (out && (wsp_doc_format_of(out, &format) || (cli.kind >= 0 && !drawable_kind((unsigned)cli.kind))))
-		return 2;
-	struct wsp_state st;
-	rc = wsp_state_open(path, at, cli.kind, &st);
-	if (rc)
-		return rc;
-	struct wsp_memory *mem;
-	size_t nmem;
-	if (wsp_memories(&st, st.kind, &mem, &nmem)) {
-		fprintf(stderr, "wsprof: out of memory\n");
-		wsp_state_free(&st);
-		return 1;
-	}
-	if (out)
-		rc = draw(&st, mem, nmem, out);
-	else if (json)
-		print_json(&st, mem, nmem);
-	else
-		print_text(&st, mem, nmem);
-	wsp_memories_free(mem, nmem);
-	wsp_state_free(&st);
-	return rc;
 }

@@ -10,6 +10,10 @@
  * without one, or on q.
  */
 #include "analyzer.h"
+#include "text.h"
+#include "cli.h"
+#include "compute.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -2,54 +2,14 @@
  * wssreport.c - `wsprof report wss`: how much memory the program actually
  * touched, window by window, per access source and per kind, and the
  * distribution (percentiles 0/25/50/75/100 and the mean, as damo prints
- * them).
+ * them), as text or JSON. The command is cmd/wss.c; the plot draw/wssplot.c.
  */
-#include "analyzer.h"
-#include "json.h"
-#include "views.h"
+#include "compute.h"
+#include "text.h"
 
-#include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-
-struct dist {
-	uint64_t p[5]; /* 0, 25, 50, 75, 100 */
-	uint64_t mean;
-	size_t n;
-};
-
-/* Nearest-rank percentiles of v (sorted in place). */
-static struct dist distribution(uint64_t *v, size_t n)
-{
-	struct dist d = { .n = n };
-	if (!n)
-		return d;
-	qsort(v, n, sizeof *v, wsp_cmp_u64);
-	static const unsigned pct[5] = { 0, 25, 50, 75, 100 };
-	unsigned __int128 sum = 0;
-	for (size_t i = 0; i < n; i++)
-		sum += v[i];
-	for (int i = 0; i < 5; i++)
-		d.p[i] = wsp_nearest_rank(v, n, pct[i]);
-	d.mean = (uint64_t)(sum / n);
-	return d;
-}
-
-static struct dist dist_of(const struct wsp_wss_point *pts, size_t n, int source, int kind)
-{
-	uint64_t *v = malloc((n ? n : 1) * sizeof *v);
-	if (!v)
-		return (struct dist){ 0 };
-	for (size_t i = 0; i < n; i++)
-		v[i] = wsp_wss_point_bytes(&pts[i], source, kind);
-	struct dist d = distribution(v, n);
-	free(v);
-	return d;
-}
-
-static void json_dist(struct wsp_json *j, const char *key, const struct dist *d)
+static void json_dist(struct wsp_json *j, const char *key, const struct wsp_wss_dist *d)
 {
 	static const char *const names[5] = { "p0", "p25", "p50", "p75", "p100" };
 	wsp_json_begin_object(j, key);
@@ -59,7 +19,7 @@ static void json_dist(struct wsp_json *j, const char *key, const struct dist *d)
 	wsp_json_end_object(j);
 }
 
-static void text_dist(const char *label, const struct dist *d)
+static void text_dist(const char *label, const struct wsp_wss_dist *d)
 {
 	char v[6][32];
 	for (int i = 0; i < 5; i++)
@@ -68,79 +28,17 @@ static void text_dist(const char *label, const struct dist *d)
 	printf("  %-46s %10s %10s %10s %10s %10s %10s\n", label, v[0], v[1], v[2], v[3], v[4], v[5]);
 }
 
-static void usage(FILE *out)
+void wsp_wss_print(const struct wsp_loaded *lp, int k, uint64_t window_ms, bool json)
 {
-	fputs("usage: wsprof report wss [--window MS] [--kind KIND] [--json] [--plot OUT.pdf|svg|png] TRACE\n"
-	      "  the working set: bytes accessed per window, per access source and kind, and their\n"
-	      "  distribution (percentiles 0, 25, 50, 75, 100 and the mean)\n"
-	      "  --window MS   add up the recorded windows into windows of MS milliseconds (each byte\n"
-	      "                counted once per window)\n"
-	      "  --kind KIND   only the bytes in blocks of that kind (heap, mmap, cuda_device, ...)\n"
-	      "  --plot FILE   draw it: over time per source, and the distribution\n", out);
-}
-
-struct wss_options {
-	const char *plot;
-	uint64_t window_ms;
-};
-
-static int wss_option(void *ctx, int val, const char *arg)
-{
-	struct wss_options *o = ctx;
-	if (val == 'p') {
-		o->plot = arg;
-		return 0;
-	}
-	char *end;
-	unsigned long v = strtoul(arg, &end, 10);
-	if (*arg == '-' || *end || !v || v > 3600000) {
-		fprintf(stderr, "wsprof: --window wants milliseconds from 1 to 3600000, not '%s'\n", arg);
-		return 2;
-	}
-	o->window_ms = v;
-	return 0;
-}
-
-int wsp_cmd_wss(int argc, char **argv)
-{
-	static const struct wsp_cli_option own[] = {
-		{ "window", required_argument, 0, 'w' },
-		{ "plot", required_argument, 0, 'p' },
-		{ 0 },
-	};
-	struct wss_options o = { 0 };
-	struct wsp_cli cli;
-	int rc = wsp_cli_parse(argc, argv, WSP_CLI_KIND | WSP_CLI_JSON, own, wss_option, &o, usage, &cli);
-	if (rc >= 0)
-		return rc;
-	const char *plot = o.plot, *trace = cli.trace;
-	uint64_t window_ms = o.window_ms;
-	bool json = cli.json;
-	enum wsp_doc_format format;
-	if (plot && wsp_doc_format_of(plot, &format))
-		return 2;
-	struct wsp_model_options mo = { .wss_bucket_ns = window_ms * 1000000u };
-	struct wsp_loaded l;
-	if (wsp_load(trace, &mo, false, &l))
-		return 1;
+	const struct wsp_loaded l = *lp;
 	const wsprof_process *p = wsprof_trace_process(l.trace);
 	const struct wsp_wss *w = wsp_model_wss(l.model);
 	const struct wsp_wss_point *pts = NULL;
 	size_t n = w ? wsp_wss_points(w, &pts) : 0;
-	int k = cli.kind;
 	unsigned window = window_ms ? (unsigned)window_ms : p->window_ms;
-	struct dist all = dist_of(pts, n, -1, k), per[WSPROF_ACCESS_SOURCE_COUNT];
+	struct wsp_wss_dist all = wsp_wss_dist_of(pts, n, -1, k), per[WSPROF_ACCESS_SOURCE_COUNT];
 	for (int s = 0; s < WSPROF_ACCESS_SOURCE_COUNT; s++)
-		per[s] = dist_of(pts, n, s, -1);
-
-	if (plot) {
-		struct wsp_doc *doc = wsp_doc_open(plot, false);
-		if (doc)
-			wsp_wss_draw(doc, &l, k);
-		int status = wsp_doc_finish(doc, true);
-		wsp_loaded_free(&l);
-		return status;
-	}
+		per[s] = wsp_wss_dist_of(pts, n, s, -1);
 	if (json) {
 		struct wsp_json j;
 		wsp_json_init(&j, stdout);
@@ -228,6 +126,4 @@ int wsp_cmd_wss(int argc, char **argv)
 				printf("  (one window in %zu shown; --json lists all)\n", step);
 		}
 	}
-	wsp_loaded_free(&l);
-	return 0;
 }

@@ -15,7 +15,7 @@
  * calls, is called here directly too.
  */
 #include "harness.h"
-#include "heatmap.h"
+#include "views.h" /* wsp_heatmap_draw */
 #include "plot.h"
 #include "pictures.h"
 

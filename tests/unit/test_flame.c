@@ -12,6 +12,7 @@
  * not depend on the order stacks were added in.
  */
 #include "flame.h"
+#include "text.h" /* wsp_flame_write_folded */
 
 #include <criterion/criterion.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * signal, an attach and its end, and a run recorded whole; what the
  * summary says of them.
  */
-#include "analyzer.h"
+#include "text.h"
 #include "trace_builder.h"
 
 #include <criterion/criterion.h>

@@ -23,6 +23,8 @@
  * with another C library than ours, one wsprof records already.
  */
 #include "analyzer.h"
+#include "recorder.h"
+#include "commands.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -7,7 +7,9 @@
  * which links neither cairo nor libdw) or MODULE (in wsprof-reports.so,
  * loaded when such a command runs). help NULL: not a report of its own
  * (`wsprof report TRACE -o FILE`, `wsprof export`). Each runs as
- * int wsp_cmd_<name>(int argc, char **argv).
+ * int wsp_cmd_<name>(int argc, char **argv), declared here. A command
+ * parses its options, loads the trace, calls compute and hands the
+ * results to a renderer: it prints nothing of its own.
  */
 #ifndef WSP_COMMANDS_H
 #define WSP_COMMANDS_H
@@ -27,5 +29,14 @@
 	X(check, MODULE, NULL)                                                                             \
 	X(top, MODULE, NULL)                                                                               \
 	X(symbolize, MODULE, NULL)
+
+/* The commands of the table, and the two of the recorder's side. */
+#define WSP_COMMAND_DECLARE(name, where, help) int wsp_cmd_##name(int argc, char **argv);
+WSP_COMMANDS(WSP_COMMAND_DECLARE)
+#undef WSP_COMMAND_DECLARE
+/* `wsprof record` (record.c): run a program under the recorder. */
+int wsp_cmd_record(int argc, char **argv);
+/* `wsprof attach` (attach.c): record a running process for a while. */
+int wsp_cmd_attach(int argc, char **argv);
 
 #endif

@@ -6,6 +6,7 @@
  * and libdw.
  */
 #include "analyzer.h"
+#include "recorder.h"
 #include "commands.h"
 #include "config.h"
 

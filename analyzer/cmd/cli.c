@@ -54,6 +54,20 @@ int wsp_parse_kind(const char *s, unsigned *kind)
 
 enum { OPT_OUTPUT = 0x10000, OPT_KIND, OPT_JSON, OPT_HELP, OPT_PROCESS };
 
+/* The one operand left after getopt: the trace. NULL after a one-line
+ * error and the usage (argv[0] names the report). */
+static const char *trace_operand(int argc, char **argv, void (*usage)(FILE *))
+{
+	if (optind == argc - 1)
+		return argv[optind];
+	/* argv[0] is a report's name, export or symbolize */
+	bool report = strcmp(argv[0], "export") && strcmp(argv[0], "symbolize") && strcmp(argv[0], "check");
+	fprintf(stderr, "wsprof: %s%s needs exactly one trace file\n", report ? "report " : "", argv[0]);
+	usage(stderr);
+	return NULL;
+}
+
+
 int wsp_cli_parse(int argc, char **argv, unsigned shared, const struct wsp_cli_option *own, wsp_cli_own_fn fn,
 		  void *ctx, void (*usage)(FILE *), struct wsp_cli *c)
 {
@@ -147,7 +161,7 @@ int wsp_cli_parse(int argc, char **argv, unsigned shared, const struct wsp_cli_o
 			c->njob = 0;
 			c->picked = true;
 		}
-	} else if (!(c->trace = wsp_trace_operand(argc, argv, usage))) {
+	} else if (!(c->trace = trace_operand(argc, argv, usage))) {
 		return 2;
 	}
 	if (c->out && c->json && !(shared & WSP_CLI_BOTH)) {

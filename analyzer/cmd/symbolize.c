@@ -6,6 +6,7 @@
  * its modules exist: a trace recorded on a GPU node, read on a laptop.
  */
 #include "analyzer.h"
+#include "commands.h"
 #include "cli.h"
 #include "progress.h"
 #include "symbols.h"

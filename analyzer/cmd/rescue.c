@@ -18,6 +18,7 @@
  * the program has ended is left to finish its trace itself.
  */
 #include "analyzer.h"
+#include "recorder.h"
 
 #include "format.h"
 #include "rescue.h"

@@ -12,6 +12,7 @@
  * one build; whatever pairs with nothing is a site of one run only.
  */
 #include "analyzer.h"
+#include "compute.h"
 
 #include <stdlib.h>
 #include <string.h>

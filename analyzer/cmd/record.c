@@ -16,6 +16,8 @@
  * records under a name of its own, which the end of the run says.
  */
 #include "analyzer.h"
+#include "recorder.h"
+#include "commands.h"
 #include "config.h"
 #include "launch.h"
 

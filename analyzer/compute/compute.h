@@ -1,0 +1,101 @@
+/*
+ * compute.h - results as plain structs, computed from a loaded trace's
+ * model and symbols: the call-site rows, two runs' sites paired, ...
+ * Nothing here prints or draws: the renderers (text.h, views.h) do, with
+ * what these hand them.
+ */
+#ifndef WSP_COMPUTE_H
+#define WSP_COMPUTE_H
+
+#include "analyzer.h"
+
+/* An allocation site: the first frame outside the allocator, and the
+ * figures of every stack of one kind that allocates there. */
+struct wsp_site_row {
+	struct wsp_frame site;
+	uint64_t stack;          /* one of the stacks grouped here */
+	struct wsp_site_stats sum;
+};
+/* The sites of one kind in a trace loaded with per_stack and symbols,
+ * largest first by sort (peak, allocations, bytes, leaked, temporary,
+ * accessed, cold). @return 0 (free *rows), or -1 (unknown sort, no memory). */
+int wsp_callsites_rows(struct wsp_loaded *l, unsigned kind, const char *sort, struct wsp_site_row **rows, size_t *n);
+
+/* The sorts of call-site rows, by name: the site figures of model.h in
+ * their order ("peak", "allocations", ... "cold"). */
+#define WSP_SITE_SORTS 7
+extern const char *const wsp_site_sort_names[WSP_SITE_SORTS];
+/* @return the figure named, or -1. */
+int wsp_site_sort_parse(const char *name);
+/* Does a view sorted by this figure show access figures? */
+static inline bool wsp_site_sort_shows_access(enum wsp_site_figure f)
+{
+	return f == WSP_FIG_ACCESSED || f == WSP_FIG_COLD;
+}
+/* The rows of one kind, grouped by site (or a row per stack when
+ * by_stack), sorted by the figure, then bytes, then stack.
+ * @return 0 (free *rows), or -1 out of memory. */
+int wsp_site_rows(struct wsp_loaded *l, unsigned kind, bool by_stack, enum wsp_site_figure sort,
+		  struct wsp_site_row **rows, size_t *n);
+/* s's figures added to to's (the coldest idle time: the larger). */
+void wsp_site_stats_add(struct wsp_site_stats *to, const struct wsp_site_stats *s);
+/* The rows still holding blocks at the end, kept in order in place, and
+ * their leaked bytes and blocks summed. @return how many. */
+size_t wsp_site_rows_leaked(struct wsp_site_row *rows, size_t n, uint64_t *bytes, uint64_t *blocks);
+
+/* callsites and leaks of a job (jobsites.c): the rows of every process
+ * merged by their text (the site's label, or the stack's frames one a
+ * line), with how many processes each is in. */
+struct wsp_job_row {
+	char *key;
+	struct wsp_site_stats sum;
+	size_t procs;
+};
+struct wsp_job_rows {
+	struct wsp_job_row *v;
+	size_t n, cap;
+};
+struct wsp_job;
+/* The job's traces read side by side (job.h), their rows of one kind
+ * merged and sorted by the figure; leaks: no access figures matched.
+ * @return 0 (free rows with wsp_job_rows_free, job with wsp_job_free),
+ * or 1 after a one-line error. */
+int wsp_job_site_rows(char *const *paths, size_t n, unsigned kind, enum wsp_site_figure sort, bool by_stack, bool leaks,
+		      struct wsp_job *job, struct wsp_job_rows *rows);
+void wsp_job_rows_free(struct wsp_job_rows *r);
+
+/* The call sites of one kind in two runs, paired (sitematch.c): by
+ * function, source file and line; then, of those left, a function and
+ * file with as many sites in both runs in line order (the code moved);
+ * a frame without a function name by module and offset (one build only).
+ * Both traces loaded with per_stack and symbols. */
+struct wsp_site_pair {
+	const struct wsp_site_row *base, *now; /* NULL: the site is in the other run only */
+	bool moved;                            /* paired by function and file: its line moved */
+};
+struct wsp_site_match {
+	struct wsp_site_row *base_rows, *new_rows;
+	size_t nbase, nnew;
+	struct wsp_site_pair *pairs; /* the new run's sites in its order, then the base's alone */
+	size_t npairs;
+	size_t matched, moved;       /* pairs, and of them those whose line moved */
+	size_t only_base, only_new;  /* sites of one run only */
+	size_t unnamed;              /* of those, without a function name (known by address alone) */
+};
+/* @return 0 (free with wsp_site_match_free), or -1 out of memory. */
+int wsp_site_match(struct wsp_loaded *base, struct wsp_loaded *now, unsigned kind, struct wsp_site_match *m);
+void wsp_site_match_free(struct wsp_site_match *m);
+
+/* The working set's distribution over its windows (wssdist.c): nearest-rank
+ * percentiles and the mean of the bytes of source (-1: all) and kind (-1:
+ * all) accessed per window. */
+struct wsp_wss_point;
+struct wsp_wss_dist {
+	uint64_t p[5]; /* 0, 25, 50, 75, 100 */
+	uint64_t mean;
+	size_t n;
+};
+/* All zero when out of memory. */
+struct wsp_wss_dist wsp_wss_dist_of(const struct wsp_wss_point *pts, size_t n, int source, int kind);
+
+#endif
