@@ -35,9 +35,9 @@ struct wsp_block *model_heap_find(struct wsp_model *m, uint64_t addr)
 	return m->heap_cap ? model_heap_at(m, model_heap_probe(m, addr)) : NULL;
 }
 
-static int heap_grow(struct wsp_model *m)
+/* The table at cap slots (a power of two, room for every key). */
+static int heap_resize(struct wsp_model *m, size_t cap)
 {
-	size_t cap = m->heap_cap ? m->heap_cap * 2 : 1024;
 	uint64_t *keys = calloc(cap, sizeof *keys);
 	uint32_t *block = calloc(cap, sizeof *block);
 	if (!keys || !block) {
@@ -61,6 +61,23 @@ static int heap_grow(struct wsp_model *m)
 	m->heap_block = block;
 	m->heap_cap = cap;
 	return 0;
+}
+
+static int heap_grow(struct wsp_model *m)
+{
+	return heap_resize(m, m->heap_cap ? m->heap_cap * 2 : 1024);
+}
+
+int model_heap_reserve(struct wsp_model *m, size_t n)
+{
+	size_t cap = m->heap_cap ? m->heap_cap : 1024;
+	while ((n + 1) * (cap <= HEAP_SPARSE_SLOTS ? 8 : 2) > cap)
+		cap *= 2;
+	size_t c1 = m->blocks_cap, c2 = m->blocks_cap;
+	if (wsp_grow(&m->blocks, &c1, n, sizeof *m->blocks) || wsp_grow(&m->block_slot, &c2, n, sizeof *m->block_slot) ||
+	    wsp_grow(&m->free_blocks, &m->blocks_cap, n, sizeof *m->free_blocks))
+		return -ENOMEM;
+	return cap > m->heap_cap ? heap_resize(m, cap) : 0;
 }
 
 /* Insert b at slot j, the empty end of its probe run (SIZE_MAX: find it). */

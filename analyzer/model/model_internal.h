@@ -191,6 +191,8 @@ struct wsp_block *model_heap_at(const struct wsp_model *m, size_t i);
 struct wsp_block *model_heap_find(struct wsp_model *m, uint64_t addr);
 int model_heap_insert_at(struct wsp_model *m, const struct wsp_block *b, size_t j);
 int model_heap_add(struct wsp_model *m, const struct wsp_block *b);
+/* Room for n heap blocks, so that adding them grows nothing. @return 0 or -ENOMEM. */
+int model_heap_reserve(struct wsp_model *m, size_t n);
 void model_heap_remove(struct wsp_model *m, struct wsp_block *b);
 
 /* ranges.c: address ranges. model_ranges_of: a kind's set (NULL: not a
