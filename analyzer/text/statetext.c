@@ -36,9 +36,9 @@ static bool shown(const struct wsp_state *st, const struct wsp_state_block *r)
 
 static const char *site_of(struct wsp_state *st, const struct wsp_block *b, char *buf, size_t cap)
 {
-	const struct wsp_frame *frames;
-	size_t n = wsp_syms_stack(st->l.syms, st->l.trace, b->stack, &frames);
-	return n ? wsp_frame_label(&frames[wsp_syms_site_at(st->l.syms, frames, n)], buf, cap) : "(no stack)";
+	uint32_t id;
+	const struct wsp_frame *site = wsp_syms_site(st->l.syms, st->l.trace, b->stack, &id);
+	return site ? wsp_frame_label(site, buf, cap) : "(no stack)";
 }
 
 /* ---- output ------------------------------------------------------------- */
