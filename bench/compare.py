@@ -429,8 +429,8 @@ def kept_block(path, name, missing):
     <!-- name --> and <!-- /name -->, kept as it is: billion.sh writes
     its own (bench/billion.sh -o) and sampled_accuracy.py its (-o); the
     profiles and release_cost.sh's, symbols.sh's, python_cost.sh's,
-    short_procs.sh's, floors.py's and the reports on a compile's trace
-    are written by hand."""
+    short_procs.sh's, floors.py's, the reports on a compile's trace and
+    the moments of one (moments.sh) are written by hand."""
     try:
         with open(path) as f:
             m = re.search(r"<!-- " + re.escape(name) + r" -->.*?<!-- /" + re.escape(name) + r" -->\n", f.read(), re.S)
@@ -459,6 +459,8 @@ def document(rows, notes, args, started):
                         "Not measured yet: `bench/floors.py --build build --runs 9`.\n")
     compile_reports = kept_block(args.output, "compile_reports", "## Reports on a compile's trace\n\n"
                                  "Not measured yet (by hand: see the section's own text).\n")
+    moments = kept_block(args.output, "moments.sh", "## Any moment of a trace (bench/moments.sh, bench/moment)\n\n"
+                         "Not measured yet: `bench/moments.sh build TRACE 3`.\n")
     accuracy = kept_block(args.output, "sampled_accuracy.py", "## Sampled recording's accuracy "
                           "(bench/sampled_accuracy.py)\n\nNot measured yet: `bench/sampled_accuracy.py --build build "
                           "-o BENCHMARKS.md`.\n")
@@ -507,6 +509,7 @@ Seconds per million events (wall and CPU) to read the trace of the same run and 
 {accuracy}
 {floors}
 {compile_reports}
+{moments}
 ## Reproduce
 
 ```sh
@@ -519,6 +522,7 @@ bench/python_cost.sh build 5 5                 # what Python frames cost against
 bench/short_procs.sh build 200 5               # what a short process costs: plain, traced, --follow matching none
 bench/sampled_accuracy.py --build build -o BENCHMARKS.md  # a sampled recording's heap figures against full ones
 bench/floors.py --build build --runs 9         # recording without stacks, without the writer, without both; reading alone
+bench/moments.sh build TRACE 3                 # report state at eleven moments through the index, beside the summary
 ```
 
 The workloads are `bench/deep.c`, `bench/churn.c`, `bench/mix.c`, `bench/annotated.c` and `bench/cudaheavy.c`
