@@ -8,7 +8,7 @@
  * datagram socket named in WSPROF_RESCUE. A process that ends without
  * writing its footer (exit_group, SIGKILL, the OOM killer) leaves its
  * buffers to the launcher, which appends what the file does not hold yet
- * and the footer (analyzer/cli/rescue.c).
+ * and the footer (analyzer/cmd/rescue.c).
  *
  * What the file already holds is told by generations: the staging area's
  * contents are generation stage_gen; once a chunk made from them is

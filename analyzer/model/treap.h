@@ -6,8 +6,8 @@
  * are unique within a tree: an insert replaces a node of the same key.
  *
  * The model finds the block an interior pointer points into with them
- * (annotations.c); the heatmaps split access samples among the live
- * blocks with them (heatindex.c).
+ * (annotations.c), and the blocks an access sample touches (access.c),
+ * which the heatmaps are told of as it matches them.
  */
 #ifndef WSP_TREAP_H
 #define WSP_TREAP_H
