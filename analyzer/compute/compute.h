@@ -98,4 +98,40 @@ struct wsp_wss_dist {
 /* All zero when out of memory. */
 struct wsp_wss_dist wsp_wss_dist_of(const struct wsp_wss_point *pts, size_t n, int source, int kind);
 
+/* ---- diff.c: two runs compared (`wsprof diff`, `wsprof check --max-growth`) -- */
+
+/* The figures a site is compared by, in --sort's words (wsp_diff_figure_names). */
+enum wsp_diff_figure { WSP_DIFF_PEAK, WSP_DIFF_LEAKED, WSP_DIFF_ALLOCATIONS, WSP_DIFF_BYTES };
+#define WSP_DIFF_FIGURES 4
+extern const char *const wsp_diff_figure_names[WSP_DIFF_FIGURES];
+/* "bytes live at the peak", ...: the figure in a sentence. */
+extern const char *const wsp_diff_figure_words[WSP_DIFF_FIGURES];
+/* A site's figure; 0 for a site a run does not have (row NULL). */
+uint64_t wsp_diff_site_figure(const struct wsp_site_row *row, enum wsp_diff_figure f);
+
+/* The figures of a kind the two runs are compared by, row by row. */
+enum wsp_diff_row { WSP_DIFF_ROW_PEAK, WSP_DIFF_ROW_LEAKED, WSP_DIFF_ROW_ALLOCATIONS, WSP_DIFF_ROW_BYTES,
+		    WSP_DIFF_ROW_FAILED, WSP_DIFF_ROW_IN_USE, WSP_DIFF_ROW_WSS, WSP_DIFF_ROWS };
+/* A kind's figure in one run; false when it has none (no access samples). */
+bool wsp_diff_kind_figure(const struct wsp_loaded *l, unsigned kind, enum wsp_diff_row row, uint64_t *v);
+/* Kinds with a line: seen in either run, address ranges told with their kind. */
+bool wsp_diff_kind_shown(const struct wsp_loaded *base, const struct wsp_loaded *now, unsigned kind);
+
+/* Two runs, loaded with per_stack and symbols by the command, compared. */
+struct wsp_diff {
+	struct wsp_loaded base, now;
+	struct wsp_site_match match; /* after wsp_diff_compare: the changed pairs first, by the change */
+	unsigned kind;
+	enum wsp_diff_figure sort;
+	size_t changed;              /* pairs with any change, first in match.pairs */
+	char warnings[3][512];       /* caveats of the comparison, for stderr and the JSON */
+	size_t nwarnings;
+};
+/* Pair base's and now's sites of d->kind, note the caveats, and order
+ * the pairs with any change by the change of sort.
+ * @return 0 (free with wsp_diff_free), or -ENOMEM. */
+int wsp_diff_compare(struct wsp_diff *d, enum wsp_diff_figure sort);
+/* Frees what wsp_diff_compare made (the runs stay the command's). */
+void wsp_diff_free(struct wsp_diff *d);
+
 #endif

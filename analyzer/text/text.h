@@ -121,4 +121,11 @@ void wsp_timeline_job_json(const struct wsp_job *job, unsigned kind);
  * window_ms: the windows asked for (0: the recorder's). */
 void wsp_wss_print(const struct wsp_loaded *l, int kind, uint64_t window_ms, bool json);
 
+/* ---- diff.c: `wsprof diff`, two runs compared (compute.h's wsp_diff) ------- */
+
+struct wsp_diff;
+/* The runs, each kind's figures side by side and the top changed sites
+ * (0: all), as text or one JSON object. */
+void wsp_diff_print(const struct wsp_diff *d, size_t top, bool json);
+
 #endif
