@@ -134,4 +134,41 @@ int wsp_diff_compare(struct wsp_diff *d, enum wsp_diff_figure sort);
 /* Frees what wsp_diff_compare made (the runs stay the command's). */
 void wsp_diff_free(struct wsp_diff *d);
 
+/* ---- budget.c: `wsprof check`'s budgets held -------------------------------- */
+
+enum wsp_budget_type { WSP_MAX_PEAK, WSP_MAX_LEAKED, WSP_MAX_IN_USE, WSP_MAX_GROWTH };
+#define WSP_BUDGET_TYPES 4
+/* "max-peak", ...: the option of each type. */
+extern const char *const wsp_budget_names[WSP_BUDGET_TYPES];
+
+struct wsp_budget {
+	enum wsp_budget_type type;
+	unsigned kind;
+	uint64_t limit;      /* bytes (WSP_MAX_GROWTH: unused) */
+	double percent;      /* WSP_MAX_GROWTH */
+	const char *text;    /* as given */
+};
+
+/* A call site behind an exceeded budget: its share of the figure (for
+ * growth, how much more it holds at the peak than in the baseline). */
+struct wsp_budget_site {
+	int64_t bytes;
+	char label[512];
+	bool new_site; /* growth: not in the baseline */
+};
+
+struct wsp_verdict {
+	const struct wsp_budget *b;
+	uint64_t value, base_value; /* base_value: WSP_MAX_GROWTH */
+	double growth;              /* percent; INFINITY from nothing */
+	bool exceeded;
+	struct wsp_budget_site *sites; /* exceeded: those behind it, most first */
+	size_t nsites;
+};
+/* Hold b against l (and base, loaded with per_stack and symbols, for
+ * WSP_MAX_GROWTH); an exceeded budget gets at most sites of the call
+ * sites behind it (none when out of memory). Free with wsp_verdict_free. */
+struct wsp_verdict wsp_budget_judge(const struct wsp_budget *b, struct wsp_loaded *l, struct wsp_loaded *base, size_t sites);
+void wsp_verdict_free(struct wsp_verdict *v);
+
 #endif

@@ -128,4 +128,11 @@ struct wsp_diff;
  * (0: all), as text or one JSON object. */
 void wsp_diff_print(const struct wsp_diff *d, size_t top, bool json);
 
+/* ---- check.c: `wsprof check`, budgets held (compute.h's wsp_verdict) -------- */
+
+struct wsp_verdict;
+/* Each of n verdicts on l (baseline: the trace --max-growth compared
+ * with, or NULL) and the sites behind the exceeded, as text or JSON. */
+void wsp_check_print(const struct wsp_verdict *v, size_t n, const struct wsp_loaded *l, const char *baseline, bool json);
+
 #endif
