@@ -135,4 +135,30 @@ struct wsp_verdict;
  * with, or NULL) and the sites behind the exceeded, as text or JSON. */
 void wsp_check_print(const struct wsp_verdict *v, size_t n, const struct wsp_loaded *l, const char *baseline, bool json);
 
+/* ---- top.c: `wsprof top`, one screen of a trace read live ------------------- */
+
+struct wsp_site_row;
+/* What the command read so far, beside its model. */
+struct wsp_top_view {
+	uint64_t last_ns;                 /* the newest event's time */
+	double rate;                      /* allocations a second over the last interval */
+	bool ended;                       /* the footer (or an exec) was read */
+	int error;                        /* reading stopped at damage */
+	unsigned kind;                    /* the call sites' kind */
+	size_t sites;                     /* at most this many shown */
+	const struct wsp_site_row *rows;  /* by live bytes, or NULL: no call sites shown */
+	size_t nrows;
+};
+/* A screen (tty: cleared first, and "q quits"), flushed. */
+void wsp_top_print(const struct wsp_loaded *l, const struct wsp_top_view *v, bool tty);
+/* The program ended without its trace's end: said once, last. */
+void wsp_top_print_gone(uint32_t pid);
+
+/* ---- export.c: `wsprof export --perfetto` ---------------------------------- */
+
+/* l (loaded with symbols) as Chrome trace-event JSON into out: counters
+ * per kind, RSS, device memory, phases, failed allocations.
+ * @return 0 or a negative errno. */
+int wsp_perfetto_write(const struct wsp_loaded *l, FILE *out);
+
 #endif
