@@ -53,8 +53,9 @@ void wsp_summary_print_json(const struct wsp_loaded *l);
 /* How the process ended, as the summary says it ("exit status 0",
  * "killed by SIGKILL ..."); "" where an older trace does not say. @return buf. */
 const char *wsp_ending_text(const struct wsp_loaded *l, char *buf, size_t cap);
-/* The summary of a job's traces (jobsummary.c). @return the exit status. */
-int wsp_job_summary(char *const *paths, size_t n, const char *const *callers, bool json);
+struct wsp_job;
+/* The summary of a job loaded from its n traces (jobsummary.c). */
+void wsp_job_summary_print(const struct wsp_job *job, char *const *paths, size_t n, bool json);
 
 /* ---- callsites.c, jobsites.c: call-site rows (compute.h) -------------------- */
 
