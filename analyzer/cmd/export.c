@@ -1,19 +1,22 @@
 /*
  * export.c - `wsprof export`: --perfetto, a trace as Chrome trace-event
  * JSON (text/export.c writes it); --pprof, one kind's memory by call
- * stack as a profile.proto (text/pprof.c). Parses the options, loads the
- * trace, opens the output only once the trace could be read, and says
- * what became of it.
+ * stack as a profile.proto (text/pprof.c), from the trace replayed to the
+ * moment here. Parses the options, loads the trace, opens the output
+ * only once the trace could be read, and says what became of it.
  */
 #include "commands.h"
 
 #include "cli.h"
 #include "pprof.h"
 #include "text.h"
+#include "timeindex.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int write_trace(void *arg, FILE *out)
@@ -103,14 +106,88 @@ static int export_perfetto(const char *trace, const char *output)
 	return rc;
 }
 
+/* ---- --pprof: the trace read and replayed to the moment ----------------- */
+
+static void pprof_free(struct wsp_pprof *p)
+{
+	if (!p)
+		return;
+	wsp_state_free(&p->state); /* borrows the whole trace's names */
+	if (p->whole.trace)
+		wsp_loaded_free(&p->whole);
+	free(p);
+}
+
+/* @return 0, or 2 after saying which kinds the trace has instead. */
+static int check_kind(const struct wsp_pprof *p)
+{
+	if (wsp_model_kind(p->whole.model, p->kind)->seen)
+		return 0;
+	char names[512] = "";
+	size_t n = 0;
+	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
+		if (wsp_model_kind(p->whole.model, k)->seen)
+			n += (size_t)snprintf(names + n, n < sizeof names ? sizeof names - n : 0, "%s%s", n ? ", " : "",
+					      wsprof_kind_name(k));
+	if (n)
+		fprintf(stderr, "wsprof: %s has no %s memory: use --kind with one of %s\n", p->whole.path,
+			wsprof_kind_name(p->kind), names);
+	else
+		fprintf(stderr, "wsprof: %s has no allocations to export\n", p->whole.path);
+	return 2;
+}
+
+/* @return 0, or 2 after saying the moment is past the trace's end. */
+static int check_moment(const struct wsp_pprof *p, const char *at)
+{
+	uint64_t end = p->whole.status.end_time_ns;
+	if (p->state.stop_time_ns == UINT64_MAX || p->state.stop_time_ns <= end)
+		return 0;
+	fprintf(stderr, "wsprof: --at %s is after the end of %s (%.3f s): use a time up to that, or --at end\n", at,
+		p->whole.path, (double)end / 1e9);
+	return 2;
+}
+
+/* The profile of kind in the trace at path, in use at the moment `at`
+ * ("peak": when the kind's live bytes peaked, "end", SECONDS since the
+ * program started; oom and snapshot labels as `report state` takes them).
+ * @return 0 with *out set, or the exit status after a one-line error (2:
+ * a moment or kind the trace does not have, 1: the trace cannot be read). */
+static int pprof_open(const char *path, unsigned kind, const char *at, struct wsp_pprof **out)
+{
+	struct wsp_pprof *p = calloc(1, sizeof *p);
+	if (!p) {
+		fprintf(stderr, "wsprof: out of memory\n");
+		return 1;
+	}
+	p->kind = kind;
+	struct wsp_tindex *ix;
+	int rc = wsp_load_indexed(path, &(struct wsp_model_options){ .per_stack = true }, true, NULL, 0, &p->whole, &ix);
+	if (!rc && !(rc = check_kind(p))) {
+		rc = wsp_state_at(ix, &p->whole, at, (int)kind, &p->state);
+		p->state.ix = ix; /* closed with the state */
+		ix = NULL;
+		if (!rc)
+			rc = check_moment(p, at);
+	}
+	wsp_tindex_close(ix);
+	if (rc) {
+		pprof_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+
 static int export_pprof(const char *trace, const char *output, unsigned kind, const char *at)
 {
 	struct wsp_pprof *p;
-	int rc = wsp_pprof_open(trace, kind, at, &p);
+	int rc = pprof_open(trace, kind, at, &p);
 	if (rc)
 		return rc;
 	rc = write_output(output, write_pprof, p);
-	wsp_pprof_free(p);
+	pprof_free(p);
 	return rc;
 }
 
