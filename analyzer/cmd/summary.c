@@ -2,11 +2,12 @@
  * summary.c - `wsprof report summary`: the whole trace in a few lines, or
  * one JSON object. Parses the options (--caller, --json, a job), loads
  * the trace's totals and hands them to text/summary.c, or a job's traces
- * to text/jobsummary.c. In the `wsprof` program itself (commands.h: CORE).
+ * (model/job.c) to text/jobsummary.c. In the `wsprof` program itself (commands.h: CORE).
  */
 #include "commands.h"
 
 #include "cli.h"
+#include "job.h"
 #include "text.h"
 
 #include <getopt.h>
@@ -54,7 +55,13 @@ int wsp_cmd_summary(int argc, char **argv)
 		return status;
 	}
 	if (cli.job) {
-		int rc = wsp_job_summary(cli.job, cli.njob, cs.n ? cs.v : NULL, cli.json);
+		struct wsp_model_options mo = { .callers = cs.n ? cs.v : NULL, .totals_only = true };
+		struct wsp_job job;
+		int rc = wsp_job_load(cli.job, cli.njob, &mo, false, NULL, NULL, &job) ? 1 : 0;
+		if (!rc) {
+			wsp_job_summary_print(&job, cli.job, cli.njob, cli.json);
+			wsp_job_free(&job, NULL);
+		}
 		wsp_cli_free(&cli);
 		free(cs.v);
 		return rc;

@@ -98,4 +98,77 @@ struct wsp_wss_dist {
 /* All zero when out of memory. */
 struct wsp_wss_dist wsp_wss_dist_of(const struct wsp_wss_point *pts, size_t n, int source, int kind);
 
+/* ---- diff.c: two runs compared (`wsprof diff`, `wsprof check --max-growth`) -- */
+
+/* The figures a site is compared by, in --sort's words (wsp_diff_figure_names). */
+enum wsp_diff_figure { WSP_DIFF_PEAK, WSP_DIFF_LEAKED, WSP_DIFF_ALLOCATIONS, WSP_DIFF_BYTES };
+#define WSP_DIFF_FIGURES 4
+extern const char *const wsp_diff_figure_names[WSP_DIFF_FIGURES];
+/* "bytes live at the peak", ...: the figure in a sentence. */
+extern const char *const wsp_diff_figure_words[WSP_DIFF_FIGURES];
+/* A site's figure; 0 for a site a run does not have (row NULL). */
+uint64_t wsp_diff_site_figure(const struct wsp_site_row *row, enum wsp_diff_figure f);
+
+/* The figures of a kind the two runs are compared by, row by row. */
+enum wsp_diff_row { WSP_DIFF_ROW_PEAK, WSP_DIFF_ROW_LEAKED, WSP_DIFF_ROW_ALLOCATIONS, WSP_DIFF_ROW_BYTES,
+		    WSP_DIFF_ROW_FAILED, WSP_DIFF_ROW_IN_USE, WSP_DIFF_ROW_WSS, WSP_DIFF_ROWS };
+/* A kind's figure in one run; false when it has none (no access samples). */
+bool wsp_diff_kind_figure(const struct wsp_loaded *l, unsigned kind, enum wsp_diff_row row, uint64_t *v);
+/* Kinds with a line: seen in either run, address ranges told with their kind. */
+bool wsp_diff_kind_shown(const struct wsp_loaded *base, const struct wsp_loaded *now, unsigned kind);
+
+/* Two runs, loaded with per_stack and symbols by the command, compared. */
+struct wsp_diff {
+	struct wsp_loaded base, now;
+	struct wsp_site_match match; /* after wsp_diff_compare: the changed pairs first, by the change */
+	unsigned kind;
+	enum wsp_diff_figure sort;
+	size_t changed;              /* pairs with any change, first in match.pairs */
+	char warnings[3][512];       /* caveats of the comparison, for stderr and the JSON */
+	size_t nwarnings;
+};
+/* Pair base's and now's sites of d->kind, note the caveats, and order
+ * the pairs with any change by the change of sort.
+ * @return 0 (free with wsp_diff_free), or -ENOMEM. */
+int wsp_diff_compare(struct wsp_diff *d, enum wsp_diff_figure sort);
+/* Frees what wsp_diff_compare made (the runs stay the command's). */
+void wsp_diff_free(struct wsp_diff *d);
+
+/* ---- budget.c: `wsprof check`'s budgets held -------------------------------- */
+
+enum wsp_budget_type { WSP_MAX_PEAK, WSP_MAX_LEAKED, WSP_MAX_IN_USE, WSP_MAX_GROWTH };
+#define WSP_BUDGET_TYPES 4
+/* "max-peak", ...: the option of each type. */
+extern const char *const wsp_budget_names[WSP_BUDGET_TYPES];
+
+struct wsp_budget {
+	enum wsp_budget_type type;
+	unsigned kind;
+	uint64_t limit;      /* bytes (WSP_MAX_GROWTH: unused) */
+	double percent;      /* WSP_MAX_GROWTH */
+	const char *text;    /* as given */
+};
+
+/* A call site behind an exceeded budget: its share of the figure (for
+ * growth, how much more it holds at the peak than in the baseline). */
+struct wsp_budget_site {
+	int64_t bytes;
+	char label[512];
+	bool new_site; /* growth: not in the baseline */
+};
+
+struct wsp_verdict {
+	const struct wsp_budget *b;
+	uint64_t value, base_value; /* base_value: WSP_MAX_GROWTH */
+	double growth;              /* percent; INFINITY from nothing */
+	bool exceeded;
+	struct wsp_budget_site *sites; /* exceeded: those behind it, most first */
+	size_t nsites;
+};
+/* Hold b against l (and base, loaded with per_stack and symbols, for
+ * WSP_MAX_GROWTH); an exceeded budget gets at most sites of the call
+ * sites behind it (none when out of memory). Free with wsp_verdict_free. */
+struct wsp_verdict wsp_budget_judge(const struct wsp_budget *b, struct wsp_loaded *l, struct wsp_loaded *base, size_t sites);
+void wsp_verdict_free(struct wsp_verdict *v);
+
 #endif

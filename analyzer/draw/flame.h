@@ -72,4 +72,10 @@ int wsp_flame_write_trace(const struct wsp_flame *f, const struct wsp_loaded *l,
 int wsp_flame_write_job(const struct wsp_flame *f, size_t nread, char *const *paths, size_t npaths, unsigned kind,
 			enum wsp_flame_metric metric, bool estimated, const char *output, bool folded);
 
+struct wsp_diff;
+/* `wsprof diff -o`: a differential graph (built with the base added as
+ * wsp_flame_add_trace's base) titled with the change of d's sort figure
+ * and written as wsp_flame_write does. @return the exit status. */
+int wsp_flame_write_diff(const struct wsp_flame *f, const struct wsp_diff *d, const char *output);
+
 #endif

@@ -3,9 +3,11 @@
  * stack tree (compute/flametree.c) titled, as a self-contained SVG with
  * tooltips, a PDF or PNG page, or folded stacks for flamegraph.pl and
  * speedscope (text/flamefold.c). wsp_flame_draw gives the whole report
- * the same page. The command is cmd/flame.c.
+ * the same page. The command is cmd/flame.c; `wsprof diff -o`'s
+ * differential graph (cmd/diff.c) is titled here too.
  */
 #include "analyzer.h"
+#include "compute.h"
 #include "text.h"
 #include "flame.h"
 #include "plot.h"
@@ -116,4 +118,26 @@ int wsp_flame_write_trace(const struct wsp_flame *flame, const struct wsp_loaded
 	struct wsp_flame_svg_options so = { .title = title, .subtitle = subtitle,
 					    .unit = metric == WSP_FLAME_ALLOCATIONS ? "allocations" : "bytes" };
 	return wsp_flame_write(flame, &so, output, folded);
+}
+
+static const char *diff_amount(char *buf, size_t cap, uint64_t v, bool bytes)
+{
+	return bytes ? wsp_human_bytes(buf, cap, v) : wsp_group_digits(buf, cap, v);
+}
+
+int wsp_flame_write_diff(const struct wsp_flame *f, const struct wsp_diff *d, const char *output)
+{
+	bool bytes = d->sort != WSP_DIFF_ALLOCATIONS;
+	const struct wsp_loaded *now = &d->now;
+	const wsprof_process *p = wsprof_trace_process(now->trace);
+	char title[1024], subtitle[1024], tn[32], tb[32], tc[32];
+	snprintf(title, sizeof title, "%s, change in %s: %s (%s) against %s", wsprof_kind_name(d->kind),
+		 wsp_diff_figure_words[d->sort], p->cmdline[0] ? p->cmdline : p->exe, now->path, d->base.path);
+	uint64_t total = wsp_flame_total(f), base = wsp_flame_base_total(f);
+	int64_t change = (int64_t)(total - base);
+	snprintf(subtitle, sizeof subtitle, "width: the new run (%s in all; base %s, %s); red: grew, blue: shrank; stacks "
+		 "only in the base have no width", diff_amount(tn, sizeof tn, total, bytes), diff_amount(tb, sizeof tb, base, bytes),
+		 bytes ? wsp_human_change(tc, sizeof tc, change) : wsp_count_change(tc, sizeof tc, change));
+	struct wsp_flame_svg_options so = { .title = title, .subtitle = subtitle, .unit = bytes ? "bytes" : "allocations" };
+	return wsp_flame_write(f, &so, output, false);
 }

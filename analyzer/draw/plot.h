@@ -17,6 +17,8 @@
 
 #include <cairo.h>
 
+#include "units.h" /* enum wsp_unit, wsp_unit_format */
+
 #define WSP_PAGE_W 842.0
 #define WSP_PAGE_H 595.0
 #define WSP_MARGIN 36.0
@@ -72,14 +74,10 @@ const char *wsp_text_fit(cairo_t *cr, double size, bool bold, const char *s, dou
  * @return the y below it where the page's content starts. */
 double wsp_page_heading(cairo_t *cr, const char *title, const char *subtitle);
 
-enum wsp_unit { WSP_UNIT_SECONDS, WSP_UNIT_BYTES, WSP_UNIT_COUNT, WSP_UNIT_PERCENT, WSP_UNIT_BYTES_PER_S };
-
 /* A tick step of about range/target: 1, 2 or 5 times a power of ten, or,
  * for bytes, times a power of 1024 (so ticks read 256 MiB, 512 MiB); 1 for
  * an empty range. */
 double wsp_tick_step(double range, enum wsp_unit u, int target);
-/* A value as an axis shows it: "250 ms", "1.5 s", "512 MiB", "40 %". */
-const char *wsp_unit_format(char *buf, size_t cap, double v, enum wsp_unit u);
 
 /* A chart: its area on the page, and the values its edges stand for. */
 struct wsp_chart {

@@ -43,4 +43,14 @@ struct wsp_job;
  * first naming its first trace of ntraces. */
 void wsp_timeline_job_draw(struct wsp_doc *doc, const struct wsp_job *job, unsigned kind, const char *first, size_t ntraces);
 
+/* ---- report.c: the full report's own pages (the command: cmd/report.c) ------ */
+
+/* The summary: program, duration, peaks per kind, leaks, failed
+ * allocations, the access sources there were. */
+void wsp_report_draw_summary(struct wsp_doc *doc, const struct wsp_loaded *l);
+struct wsp_site_row;
+/* The top allocation sites of kind, rows by bytes at the peak (compute.h). */
+void wsp_report_draw_sites(struct wsp_doc *doc, const struct wsp_loaded *l, unsigned kind, const struct wsp_site_row *rows,
+			   size_t n);
+
 #endif

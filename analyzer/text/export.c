@@ -1,7 +1,8 @@
 /*
- * export.c - `wsprof export`: --perfetto, a trace as Chrome trace-event
- * JSON, the format ui.perfetto.dev and chrome://tracing open (here);
- * --pprof, one kind's memory by call stack as a profile.proto (pprof.c).
+ * export.c - `wsprof export --perfetto` written: a trace as Chrome
+ * trace-event JSON, the format ui.perfetto.dev and chrome://tracing open.
+ * (--pprof, one kind's memory by call stack as a profile.proto, is
+ * pprof.c; the command is cmd/export.c.)
  *
  * The Perfetto export holds:
  *
@@ -26,14 +27,10 @@
  */
 #include "analyzer.h"
 #include "text.h"
-#include "cli.h"
-#include "commands.h"
 #include "config.h"
 #include "json.h"
-#include "pprof.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -311,9 +308,8 @@ static void failures(struct exporter *e)
 
 /* ---- the document --------------------------------------------------------- */
 
-static int write_trace(void *arg, FILE *out)
+int wsp_perfetto_write(const struct wsp_loaded *l, FILE *out)
 {
-	const struct wsp_loaded *l = arg;
 	const wsprof_process *p = wsprof_trace_process(l->trace);
 	const char *program = p->cmdline[0] ? p->cmdline : p->exe;
 	struct exporter e = { .l = l, .pid = p->pid };
@@ -335,132 +331,4 @@ static int write_trace(void *arg, FILE *out)
 	wsp_json_end_object(&e.j);
 	wsp_json_end_object(&e.j);
 	return err;
-}
-
-static int write_pprof(void *arg, FILE *out)
-{
-	return wsp_pprof_write(arg, out);
-}
-
-/* ---- the command ----------------------------------------------------------- */
-
-static void usage(FILE *out)
-{
-	fputs("usage: wsprof export --perfetto -o FILE TRACE\n"
-	      "       wsprof export --pprof -o FILE [--at peak|end|SECONDS] [--kind KIND] TRACE\n"
-	      "  --perfetto   Chrome trace-event JSON, for ui.perfetto.dev and chrome://tracing:\n"
-	      "               memory per kind as counters (allocated, in use, working set), RSS,\n"
-	      "               device free memory, phases as slices, failed allocations as events\n"
-	      "  --pprof      a gzipped profile.proto, for go tool pprof, Pyroscope and the like: per\n"
-	      "               call stack alloc_objects and alloc_space (the whole trace), inuse_objects\n"
-	      "               and inuse_space (live at --at; the default sample)\n"
-	      "  --at peak    when the kind's live bytes peaked (the default); end: what was leaked;\n"
-	      "               SECONDS since the program started (oom, LABEL as report state takes them)\n"
-	      "  --kind KIND  the memory profiled (default heap)\n"
-	      "  -o FILE      where to write (- for stdout)\n", out);
-}
-
-enum format { NONE, PERFETTO, PPROF };
-
-struct export_options {
-	enum format format;
-	bool twice;         /* both formats asked for */
-	const char *at;     /* --at, NULL when not given */
-};
-
-static int export_option(void *ctx, int val, const char *arg)
-{
-	struct export_options *o = ctx;
-	if (val == 'a') {
-		o->at = arg;
-		return 0;
-	}
-	enum format f = val == 'p' ? PERFETTO : PPROF;
-	o->twice |= o->format != NONE && o->format != f;
-	o->format = f;
-	return 0;
-}
-
-/* Write with `write` to output (- for stdout), and say what became of it.
- * @return the exit status. */
-static int write_output(const char *output, int (*write)(void *arg, FILE *out), void *arg)
-{
-	bool to_stdout = !strcmp(output, "-");
-	FILE *out = to_stdout ? stdout : fopen(output, "we");
-	if (!out) {
-		fprintf(stderr, "wsprof: cannot write %s: %s\n", output, strerror(errno));
-		return 1;
-	}
-	int err = write(arg, out);
-	if (fflush(out) || ferror(out))
-		err = err ? err : -(errno ? errno : EIO);
-	if (!to_stdout && fclose(out) && !err)
-		err = -errno;
-	if (err == -ENOMEM) {
-		fprintf(stderr, "wsprof: out of memory\n");
-		return 1;
-	}
-	if (err) {
-		fprintf(stderr, "wsprof: cannot write %s: %s\n", to_stdout ? "the output" : output, strerror(-err));
-		return 1;
-	}
-	if (!to_stdout)
-		fprintf(stderr, "wsprof: wrote %s\n", output);
-	return 0;
-}
-
-static int export_perfetto(const char *trace, const char *output)
-{
-	struct wsp_loaded l;
-	if (wsp_load(trace, NULL, true, &l))
-		return 1;
-	int rc = write_output(output, write_trace, &l);
-	wsp_loaded_free(&l);
-	return rc;
-}
-
-static int export_pprof(const char *trace, const char *output, unsigned kind, const char *at)
-{
-	struct wsp_pprof *p;
-	int rc = wsp_pprof_open(trace, kind, at, &p);
-	if (rc)
-		return rc;
-	rc = write_output(output, write_pprof, p);
-	wsp_pprof_free(p);
-	return rc;
-}
-
-int wsp_cmd_export(int argc, char **argv)
-{
-	static const struct wsp_cli_option own[] = {
-		{ "perfetto", no_argument, 0, 'p' }, { "pprof", no_argument, 0, 'P' }, { "at", required_argument, 0, 'a' },
-		{ 0 },
-	};
-	struct export_options o = { NONE, false, NULL };
-	struct wsp_cli cli;
-	int parsed = wsp_cli_parse(argc, argv, WSP_CLI_OUTPUT | WSP_CLI_KIND, own, export_option, &o, usage, &cli);
-	if (parsed >= 0)
-		return parsed;
-	const char *output = cli.out, *trace = cli.trace;
-	if (o.format == NONE || o.twice) {
-		fprintf(stderr, "wsprof: say what to export, one of: wsprof export --perfetto -o trace.json %s, "
-				"or --pprof -o heap.pb.gz\n", trace);
-		return 2;
-	}
-	if (o.format == PERFETTO && (o.at || cli.kind >= 0)) {
-		fprintf(stderr, "wsprof: --perfetto exports every kind over the whole trace: --at and --kind are --pprof's\n");
-		return 2;
-	}
-	if (!output) {
-		if (o.format == PERFETTO)
-			fprintf(stderr, "wsprof: say where the JSON goes: wsprof export --perfetto -o trace.json %s "
-					"(- for stdout)\n", trace);
-		else
-			fprintf(stderr, "wsprof: say where the profile goes: wsprof export --pprof -o heap.pb.gz %s "
-					"(- for stdout)\n", trace);
-		return 2;
-	}
-	if (o.format == PERFETTO)
-		return export_perfetto(trace, output);
-	return export_pprof(trace, output, cli.kind >= 0 ? (unsigned)cli.kind : WSPROF_KIND_HEAP, o.at ? o.at : "peak");
 }

@@ -7,7 +7,6 @@
 #include "heatwords.h"
 #include "text.h"
 
-#include "plot.h" /* wsp_unit_format: the time axis' words */
 
 #include <math.h>
 #include <stdio.h>

@@ -3,6 +3,7 @@
  * directory of them): a line per process, the tree fork and exec made of
  * them, the totals, and across the ranks (or processes) each figure's
  * least, median and most with who holds it: the imbalance users look for.
+ * Printed from a job loaded by the command (cmd/summary.c).
  */
 #include "analyzer.h"
 #include "text.h"
@@ -440,16 +441,10 @@ static void print_json(const struct wsp_job *job)
 	wsp_json_end_object(&j);
 }
 
-int wsp_job_summary(char *const *paths, size_t n, const char *const *callers, bool json)
+void wsp_job_summary_print(const struct wsp_job *job, char *const *paths, size_t n, bool json)
 {
-	struct wsp_model_options mo = { .callers = callers, .totals_only = true };
-	struct wsp_job job;
-	if (wsp_job_load(paths, n, &mo, false, NULL, NULL, &job))
-		return 1;
 	if (json)
-		print_json(&job);
+		print_json(job);
 	else
-		print_text(&job, paths, n);
-	wsp_job_free(&job, NULL);
-	return 0;
+		print_text(job, paths, n);
 }

@@ -34,7 +34,6 @@
  */
 #include "pprof.h"
 #include "text.h"
-#include "timeindex.h"
 
 #include "config.h"
 #include "format.h"
@@ -195,12 +194,6 @@ static void dict_free(struct dict *d)
 }
 
 /* ---- the profile ------------------------------------------------------- */
-
-struct wsp_pprof {
-	struct wsp_loaded whole;  /* the trace to its end: per-stack figures and names */
-	struct wsp_state state;   /* replayed up to the moment */
-	unsigned kind;
-};
 
 /* A stack's figures: one sample. */
 struct row {
@@ -595,72 +588,4 @@ int wsp_pprof_write(struct wsp_pprof *p, FILE *out)
 		err = gzip_parts(out, parts, sizeof parts / sizeof *parts);
 	builder_free(&b);
 	return err;
-}
-
-/* ---- reading the trace ----------------------------------------------- */
-
-/* @return 0, or 2 after saying which kinds the trace has instead. */
-static int check_kind(const struct wsp_pprof *p)
-{
-	if (wsp_model_kind(p->whole.model, p->kind)->seen)
-		return 0;
-	char names[512] = "";
-	size_t n = 0;
-	for (unsigned k = 0; k < WSPROF_KIND_COUNT; k++)
-		if (wsp_model_kind(p->whole.model, k)->seen)
-			n += (size_t)snprintf(names + n, n < sizeof names ? sizeof names - n : 0, "%s%s", n ? ", " : "",
-					      wsprof_kind_name(k));
-	if (n)
-		fprintf(stderr, "wsprof: %s has no %s memory: use --kind with one of %s\n", p->whole.path,
-			wsprof_kind_name(p->kind), names);
-	else
-		fprintf(stderr, "wsprof: %s has no allocations to export\n", p->whole.path);
-	return 2;
-}
-
-/* @return 0, or 2 after saying the moment is past the trace's end. */
-static int check_moment(const struct wsp_pprof *p, const char *at)
-{
-	uint64_t end = p->whole.status.end_time_ns;
-	if (p->state.stop_time_ns == UINT64_MAX || p->state.stop_time_ns <= end)
-		return 0;
-	fprintf(stderr, "wsprof: --at %s is after the end of %s (%.3f s): use a time up to that, or --at end\n", at,
-		p->whole.path, (double)end / 1e9);
-	return 2;
-}
-
-int wsp_pprof_open(const char *path, unsigned kind, const char *at, struct wsp_pprof **out)
-{
-	struct wsp_pprof *p = calloc(1, sizeof *p);
-	if (!p) {
-		fprintf(stderr, "wsprof: out of memory\n");
-		return 1;
-	}
-	p->kind = kind;
-	struct wsp_tindex *ix;
-	int rc = wsp_load_indexed(path, &(struct wsp_model_options){ .per_stack = true }, true, NULL, 0, &p->whole, &ix);
-	if (!rc && !(rc = check_kind(p))) {
-		rc = wsp_state_at(ix, &p->whole, at, (int)kind, &p->state);
-		p->state.ix = ix; /* closed with the state */
-		ix = NULL;
-		if (!rc)
-			rc = check_moment(p, at);
-	}
-	wsp_tindex_close(ix);
-	if (rc) {
-		wsp_pprof_free(p);
-		return rc;
-	}
-	*out = p;
-	return 0;
-}
-
-void wsp_pprof_free(struct wsp_pprof *p)
-{
-	if (!p)
-		return;
-	wsp_state_free(&p->state); /* borrows the whole trace's names */
-	if (p->whole.trace)
-		wsp_loaded_free(&p->whole);
-	free(p);
 }

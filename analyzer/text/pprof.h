@@ -3,25 +3,26 @@
  * profile.proto, the format of Go's pprof, gperftools, jemalloc's jeprof
  * and Grafana Pyroscope (pprof.c says what it holds).
  *
- * In two steps, so that export.c opens the output only once the trace
- * could be read: open reads the trace and replays it up to the moment,
- * write encodes the profile and compresses it into a file.
+ * The command (cmd/export.c) reads the trace and replays it up to the
+ * moment, and opens the output only once that worked; write encodes
+ * the profile and compresses it into the file.
  */
 #ifndef WSP_PPROF_H
 #define WSP_PPROF_H
 
+#include "analyzer.h"
+#include "state.h"
+
 #include <stdio.h>
 
-struct wsp_pprof;
+/* What a profile is made of: one kind of a trace, in use at a moment. */
+struct wsp_pprof {
+	struct wsp_loaded whole;  /* the trace to its end: per-stack figures and names */
+	struct wsp_state state;   /* replayed up to the moment */
+	unsigned kind;
+};
 
-/* The profile of kind in the trace at path, in use at the moment `at`
- * ("peak": when the kind's live bytes peaked, "end", SECONDS since the
- * program started; oom and snapshot labels as `report state` takes them).
- * @return 0 with *out set, or the exit status after a one-line error (2:
- * a moment or kind the trace does not have, 1: the trace cannot be read). */
-int wsp_pprof_open(const char *path, unsigned kind, const char *at, struct wsp_pprof **out);
 /* @return 0, or -ENOMEM, or -errno of writing out. */
 int wsp_pprof_write(struct wsp_pprof *p, FILE *out);
-void wsp_pprof_free(struct wsp_pprof *p);
 
 #endif

@@ -53,8 +53,9 @@ void wsp_summary_print_json(const struct wsp_loaded *l);
 /* How the process ended, as the summary says it ("exit status 0",
  * "killed by SIGKILL ..."); "" where an older trace does not say. @return buf. */
 const char *wsp_ending_text(const struct wsp_loaded *l, char *buf, size_t cap);
-/* The summary of a job's traces (jobsummary.c). @return the exit status. */
-int wsp_job_summary(char *const *paths, size_t n, const char *const *callers, bool json);
+struct wsp_job;
+/* The summary of a job loaded from its n traces (jobsummary.c). */
+void wsp_job_summary_print(const struct wsp_job *job, char *const *paths, size_t n, bool json);
 
 /* ---- callsites.c, jobsites.c: call-site rows (compute.h) -------------------- */
 
@@ -120,5 +121,45 @@ void wsp_timeline_job_json(const struct wsp_job *job, unsigned kind);
 /* The windows of kind (-1: all) and their distribution, as text or JSON;
  * window_ms: the windows asked for (0: the recorder's). */
 void wsp_wss_print(const struct wsp_loaded *l, int kind, uint64_t window_ms, bool json);
+
+/* ---- diff.c: `wsprof diff`, two runs compared (compute.h's wsp_diff) ------- */
+
+struct wsp_diff;
+/* The runs, each kind's figures side by side and the top changed sites
+ * (0: all), as text or one JSON object. */
+void wsp_diff_print(const struct wsp_diff *d, size_t top, bool json);
+
+/* ---- check.c: `wsprof check`, budgets held (compute.h's wsp_verdict) -------- */
+
+struct wsp_verdict;
+/* Each of n verdicts on l (baseline: the trace --max-growth compared
+ * with, or NULL) and the sites behind the exceeded, as text or JSON. */
+void wsp_check_print(const struct wsp_verdict *v, size_t n, const struct wsp_loaded *l, const char *baseline, bool json);
+
+/* ---- top.c: `wsprof top`, one screen of a trace read live ------------------- */
+
+struct wsp_site_row;
+/* What the command read so far, beside its model. */
+struct wsp_top_view {
+	uint64_t last_ns;                 /* the newest event's time */
+	double rate;                      /* allocations a second over the last interval */
+	bool ended;                       /* the footer (or an exec) was read */
+	int error;                        /* reading stopped at damage */
+	unsigned kind;                    /* the call sites' kind */
+	size_t sites;                     /* at most this many shown */
+	const struct wsp_site_row *rows;  /* by live bytes, or NULL: no call sites shown */
+	size_t nrows;
+};
+/* A screen (tty: cleared first, and "q quits"), flushed. */
+void wsp_top_print(const struct wsp_loaded *l, const struct wsp_top_view *v, bool tty);
+/* The program ended without its trace's end: said once, last. */
+void wsp_top_print_gone(uint32_t pid);
+
+/* ---- export.c: `wsprof export --perfetto` ---------------------------------- */
+
+/* l (loaded with symbols) as Chrome trace-event JSON into out: counters
+ * per kind, RSS, device memory, phases, failed allocations.
+ * @return 0 or a negative errno. */
+int wsp_perfetto_write(const struct wsp_loaded *l, FILE *out);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * test_units.c - numbers for people (analyzer/text/units.c): sizes as
+ * test_units.c - numbers for people (analyzer/units.c): sizes as
  * users write them (wsprof check's budgets) and signed changes (wsprof
  * diff).
  */

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,4 +102,67 @@ int wsp_parse_size(const char *s, uint64_t *bytes)
 		return -1;
 	*bytes = (uint64_t)(v + 0.5L);
 	return 0;
+}
+
+static void trim_zeros(char *s)
+{
+	char *dot = strchr(s, '.');
+	if (!dot)
+		return;
+	char *end = dot + strlen(dot) - 1;
+	while (end > dot && *end == '0')
+		*end-- = 0;
+	if (end == dot)
+		*end = 0;
+}
+
+const char *wsp_unit_format(char *buf, size_t cap, double v, enum wsp_unit u)
+{
+	char num[32];
+	switch (u) {
+	case WSP_UNIT_SECONDS: {
+		double a = fabs(v);
+		const char *unit = a == 0 || a >= 1 ? "s" : a >= 1e-3 ? "ms" : "µs";
+		double x = a == 0 || a >= 1 ? v : a >= 1e-3 ? v * 1e3 : v * 1e6;
+		snprintf(num, sizeof num, "%.2f", x);
+		trim_zeros(num);
+		snprintf(buf, cap, "%s %s", num, unit);
+		return buf;
+	}
+	case WSP_UNIT_BYTES:
+	case WSP_UNIT_BYTES_PER_S: {
+		static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+		double x = fabs(v);
+		int i = 0;
+		while (x >= 1024 && i < 5) {
+			x /= 1024;
+			i++;
+		}
+		snprintf(num, sizeof num, "%.2f", v < 0 ? -x : x);
+		trim_zeros(num);
+		snprintf(buf, cap, "%s %s%s", num, unit[i], u == WSP_UNIT_BYTES_PER_S ? "/s" : "");
+		return buf;
+	}
+	case WSP_UNIT_PERCENT:
+		snprintf(num, sizeof num, "%.1f", v);
+		trim_zeros(num);
+		snprintf(buf, cap, "%s %%", num);
+		return buf;
+	case WSP_UNIT_COUNT:
+	default:
+		if (fabs(v) >= 1e6) {
+			snprintf(num, sizeof num, "%.2f", v / 1e6);
+			trim_zeros(num);
+			snprintf(buf, cap, "%sM", num);
+		} else if (fabs(v) >= 1e4) {
+			snprintf(num, sizeof num, "%.1f", v / 1e3);
+			trim_zeros(num);
+			snprintf(buf, cap, "%sk", num);
+		} else {
+			snprintf(num, sizeof num, "%.2f", v);
+			trim_zeros(num);
+			snprintf(buf, cap, "%s", num);
+		}
+		return buf;
+	}
 }

@@ -27,4 +27,9 @@ static inline int wsp_cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The units of an axis or a value shown as one. */
+enum wsp_unit { WSP_UNIT_SECONDS, WSP_UNIT_BYTES, WSP_UNIT_COUNT, WSP_UNIT_PERCENT, WSP_UNIT_BYTES_PER_S };
+/* A value as an axis shows it: "250 ms", "1.5 s", "512 MiB", "40 %". */
+const char *wsp_unit_format(char *buf, size_t cap, double v, enum wsp_unit u);
+
 #endif
