@@ -163,10 +163,11 @@ static int apply_alloc(struct wsp_model *m, const wsprof_event *ev, bool counts)
 			       .excluded = !counts };
 	if (ev->kind == WSPROF_KIND_POOL)
 		b.origin = ev->handle; /* the pool it was carved from */
-	/* An empty mapping, or a block at address 0 (the key of an empty slot):
-	 * no kernel or allocator makes them, a damaged trace may. */
+	/* An empty mapping or one past the end of the address space, or a
+	 * block at address 0 (the key of an empty slot): no kernel or
+	 * allocator makes them, a damaged trace may. */
 	struct range_set *rs = model_ranges_of(m, ev->kind);
-	if (rs ? !ev->size : !model_block_key(ev->kind, ev->op, ev->addr))
+	if (rs ? !ev->size || ev->addr + ev->size < ev->addr : !model_block_key(ev->kind, ev->op, ev->addr))
 		return 0;
 	struct stash *s = stash_of(m, ev->tid, false);
 	if (s) /* the old block of a realloc/mremap */
