@@ -93,10 +93,11 @@ demo() {
 	"$w" report "$out/example.wsp" -o "$out/report.png" 2>/dev/null
 	cat "$out/summary.txt"
 	echo
-	echo "dev.sh: trace    $(pwd)/$out/example.wsp"
-	echo "dev.sh: report   $(pwd)/$out/report.pdf (summary, memory over time, working set, heatmaps,"
+	case $out in /*) ;; *) out="$(pwd)/$out" ;; esac # where to look, from anywhere
+	echo "dev.sh: trace    $out/example.wsp"
+	echo "dev.sh: report   $out/report.pdf (summary, memory over time, working set, heatmaps,"
 	echo "                 memory state, top sites, flame graph; the same pages as report-N.png)"
-	echo "dev.sh: text     $(pwd)/$out/report.txt (summary, call sites, leaks, memory state at the peak;"
+	echo "dev.sh: text     $out/report.txt (summary, call sites, leaks, memory state at the peak;"
 	echo "                 also report.json and the flame graph flame.svg)"
 }
 
