@@ -54,6 +54,9 @@ int wsp_load(const char *path, const struct wsp_model_options *opt, bool symbols
 /* Loads from now on draw no progress bar and name frames without warnings
  * (the readers of a job's traces, side by side). */
 void wsp_load_set_quiet(bool quiet);
+/* The one-line warning of a trace read only in part (truncated, damaged),
+ * as a load gives it; nothing for a whole one. */
+void wsp_load_warn(const char *path, const wsprof_trace_status *status);
 /* Which frames the stacks of loads show from now on (symbols.h): set once
  * by the command line (cmd/main.c: --stacks, WSPROF_STACKS), before any
  * load; the default until then. */

@@ -267,8 +267,7 @@ int wsp_model_save(const struct wsp_model *m, bool failures, struct wsp_bytes *o
 
 /* ---- reading ------------------------------------------------------------- */
 
-/* A count of items of at least min_bytes each: no more than the bytes left. */
-static size_t get_count(struct wsp_cursor *c, size_t min_bytes)
+size_t wsp_cursor_count(struct wsp_cursor *c, size_t min_bytes)
 {
 	uint64_t n = wsp_get_varint(c);
 	if (c->bad || n > (uint64_t)(c->end - c->p) / (min_bytes ? min_bytes : 1)) {
@@ -306,7 +305,7 @@ static void get_kind_stats(struct wsp_cursor *c, struct wsp_kind_stats *k)
 	uint64_t *f[] = { &k->allocations, &k->frees, &k->failed, &k->total_bytes, &k->live_bytes, &k->live_blocks,
 			  &k->peak_bytes, &k->peak_time_ns, &k->peak_seq, &k->first_fail_seq, &k->first_fail_time_ns,
 			  &k->collectable_bytes, &k->in_use_peak_bytes, &k->in_use_peak_time_ns, &k->collectable_at_peak };
-	size_t n = get_count(c, 1), nf = sizeof f / sizeof *f;
+	size_t n = wsp_cursor_count(c, 1), nf = sizeof f / sizeof *f;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v = wsp_get_varint(c);
 		if (i < nf)
@@ -344,7 +343,7 @@ static void get_block(struct wsp_cursor *c, struct wsp_block *b, uint64_t *prev)
 
 static int get_blocks(struct wsp_cursor *c, struct wsp_block **v, size_t *n, size_t *cap)
 {
-	size_t k = get_count(c, BLOCK_MIN_BYTES);
+	size_t k = wsp_cursor_count(c, BLOCK_MIN_BYTES);
 	if (k && wsp_grow(v, cap, k, sizeof **v))
 		return -ENOMEM;
 	uint64_t prev = 0;
@@ -366,7 +365,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 	m->window_ns = wsp_get_varint(c);
 	m->windowed_end = wsp_get_varint(c);
 
-	size_t nheap = get_count(c, BLOCK_MIN_BYTES);
+	size_t nheap = wsp_cursor_count(c, BLOCK_MIN_BYTES);
 	if (nheap && (err = model_heap_reserve(m, nheap)))
 		return err;
 	uint64_t prev = 0;
@@ -388,7 +387,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 		if ((err = get_blocks(c, &m->ranges[r].v, &m->ranges[r].n, &m->ranges[r].cap)))
 			return err;
 
-	size_t nann = get_count(c, 7);
+	size_t nann = wsp_cursor_count(c, 7);
 	if (nann) {
 		size_t cap = 256;
 		while (cap < nann * 2 + 2)
@@ -428,7 +427,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 		m->ann_used++;
 	}
 
-	size_t nstash = get_count(c, 4);
+	size_t nstash = wsp_cursor_count(c, 4);
 	if (nstash && !(m->stashes = calloc(nstash, sizeof *m->stashes)))
 		return -ENOMEM;
 	m->nstashes = nstash;
@@ -443,7 +442,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 			return err;
 	}
 
-	size_t nserial = get_count(c, 2);
+	size_t nserial = wsp_cursor_count(c, 2);
 	for (size_t i = 0; i < nserial && !c->bad; i++) {
 		uint32_t tid = (uint32_t)wsp_get_varint(c);
 		uint64_t serial = wsp_get_varint(c);
@@ -453,7 +452,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 		*at = serial;
 	}
 
-	size_t ndev = get_count(c, 6);
+	size_t ndev = wsp_cursor_count(c, 6);
 	if (ndev && (!(m->devices = calloc(ndev, sizeof *m->devices)) ||
 		     !(m->device_used = calloc(ndev, sizeof *m->device_used))))
 		return -ENOMEM;
@@ -468,7 +467,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 		d->samples = wsp_get_varint(c);
 	}
 
-	size_t nphases = get_count(c, 5);
+	size_t nphases = wsp_cursor_count(c, 5);
 	if (nphases && wsp_grow(&m->phases, &m->phases_cap, nphases, sizeof *m->phases))
 		return -ENOMEM;
 	for (size_t i = 0; i < nphases && !c->bad; i++) {
@@ -482,7 +481,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 		p->start_ns = wsp_get_varint(c);
 		p->end_ns = wsp_get_varint(c);
 	}
-	size_t nsnap = get_count(c, 3);
+	size_t nsnap = wsp_cursor_count(c, 3);
 	if (nsnap && wsp_grow(&m->snapshots, &m->snapshots_cap, nsnap, sizeof *m->snapshots))
 		return -ENOMEM;
 	for (size_t i = 0; i < nsnap && !c->bad; i++) {
@@ -494,7 +493,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 		s->time_ns = wsp_get_varint(c);
 		s->seq = wsp_get_varint(c);
 	}
-	size_t nswitch = get_count(c, 4);
+	size_t nswitch = wsp_cursor_count(c, 4);
 	if (nswitch && wsp_grow(&m->switches, &m->switches_cap, nswitch, sizeof *m->switches))
 		return -ENOMEM;
 	for (size_t i = 0; i < nswitch; i++) {
@@ -505,7 +504,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 		w->cause = (unsigned)wsp_get_varint(c);
 	}
 	m->nswitches = nswitch;
-	size_t nrss = get_count(c, 2);
+	size_t nrss = wsp_cursor_count(c, 2);
 	if (nrss && wsp_grow(&m->rss, &m->rss_cap, nrss, sizeof *m->rss))
 		return -ENOMEM;
 	for (size_t i = 0; i < nrss; i++) {
@@ -513,7 +512,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 		m->rss[i].bytes = wsp_get_varint(c);
 	}
 	m->nrss = nrss;
-	size_t nchildren = get_count(c, 1);
+	size_t nchildren = wsp_cursor_count(c, 1);
 	if (nchildren && wsp_grow(&m->children, &m->children_cap, nchildren, sizeof *m->children))
 		return -ENOMEM;
 	for (size_t i = 0; i < nchildren; i++)
@@ -530,7 +529,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 
 	wsprof_heap_totals *h = &m->totals;
 	uint64_t *t[] = { &h->allocations, &h->frees, &h->requested, &h->given, &h->given_back, &h->peak, &h->peak_ns };
-	size_t nt = get_count(c, 1);
+	size_t nt = wsp_cursor_count(c, 1);
 	for (size_t i = 0; i < nt; i++) {
 		uint64_t v = wsp_get_varint(c);
 		if (i < sizeof t / sizeof *t)
@@ -547,7 +546,7 @@ static int restore(struct wsp_model *m, struct wsp_cursor *c)
 	get_kind_stats(c, &m->heap_estimates);
 	get_kind_stats(c, &m->estimated_at_totals);
 	if (c->p < c->end) { /* the failures, when saved */
-		size_t nf = get_count(c, 7);
+		size_t nf = wsp_cursor_count(c, 7);
 		if (nf && wsp_grow(&m->failures, &m->failures_cap, nf, sizeof *m->failures))
 			return -ENOMEM;
 		for (size_t i = 0; i < nf; i++) {

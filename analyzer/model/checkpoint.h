@@ -37,6 +37,10 @@ void wsp_bytes_put(struct wsp_bytes *b, const void *s, size_t n);
 /* A length, then the bytes. */
 void wsp_bytes_string(struct wsp_bytes *b, const char *s);
 void wsp_bytes_free(struct wsp_bytes *b);
+/* The reading side: a count of items of at least min_bytes each, which
+ * sets c->bad (and gives 0) when more than the bytes left could hold. */
+struct wsp_cursor;
+size_t wsp_cursor_count(struct wsp_cursor *c, size_t min_bytes);
 
 /* Can m's books be saved: any model but one with a --caller filter,
  * whose blocks are not all counted. */

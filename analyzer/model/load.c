@@ -208,14 +208,19 @@ static int load(const char *path, const struct wsp_model_options *opt, bool symb
 		return 1;
 	}
 	wsprof_trace_get_status(out->trace, &out->status);
-	if (out->status.error == WSPROF_E_TRUNCATED)
+	wsp_load_warn(path, &out->status);
+	return 0;
+}
+
+void wsp_load_warn(const char *path, const wsprof_trace_status *s)
+{
+	if (s->error == WSPROF_E_TRUNCATED)
 		fprintf(stderr, "wsprof: warning: %s is truncated (no footer: the program was killed or is still running); "
 			"this report covers the %llu events of its %llu complete chunks\n",
-			path, (unsigned long long)out->status.events, (unsigned long long)out->status.chunks);
-	else if (out->status.error)
-		fprintf(stderr, "wsprof: warning: %s: %s after %llu chunks; this report covers what came before\n",
-			path, wsprof_strerror(out->status.error), (unsigned long long)out->status.chunks);
-	return 0;
+			path, (unsigned long long)s->events, (unsigned long long)s->chunks);
+	else if (s->error)
+		fprintf(stderr, "wsprof: warning: %s: %s after %llu chunks; this report covers what came before\n", path,
+			wsprof_strerror(s->error), (unsigned long long)s->chunks);
 }
 
 int wsp_loaded_apply(struct wsp_loaded *l, const wsprof_event *ev)

@@ -148,17 +148,6 @@ static int map_index(struct wsp_tindex *ix, const char *path, const struct tinde
 	return err;
 }
 
-static void warn_status(const char *path, const wsprof_trace_status *s)
-{
-	if (s->error == WSPROF_E_TRUNCATED)
-		fprintf(stderr, "wsprof: warning: %s is truncated (no footer: the program was killed or is still running); "
-			"this report covers the %llu events of its %llu complete chunks\n",
-			path, (unsigned long long)s->events, (unsigned long long)s->chunks);
-	else if (s->error)
-		fprintf(stderr, "wsprof: warning: %s: %s after %llu chunks; this report covers what came before\n", path,
-			wsprof_strerror(s->error), (unsigned long long)s->chunks);
-}
-
 /* The whole trace's figures: the finished model saved last. */
 static int open_whole(struct wsp_tindex *ix)
 {
@@ -177,7 +166,8 @@ static int open_whole(struct wsp_tindex *ix)
 	return ix->whole.model ? 0 : err;
 }
 
-/* Drop what ix holds of an index (not the trace's path, id or where it is kept). */
+/* Drop what ix holds of an index (not the trace's path, id, where it is
+ * kept, nor the whole trace's figures, which a rebuilt index has alike). */
 static void forget(struct wsp_tindex *ix)
 {
 	if (ix->mapped)
@@ -192,7 +182,6 @@ static void forget(struct wsp_tindex *ix)
 	ix->ncp = 0;
 	free(ix->tables_raw);
 	ix->tables_raw = NULL;
-	wsp_loaded_free(&ix->whole);
 }
 
 /* The bytes of an index just built (taken: *file is emptied) as ix's, kept
@@ -204,8 +193,6 @@ static int adopt(struct wsp_tindex *ix, struct wsp_bytes *file)
 	ix->built = true;
 	*file = (struct wsp_bytes){ 0 };
 	int err = parse(ix, &ix->id);
-	if (!err)
-		err = open_whole(ix);
 	if (err < 0) {
 		fprintf(stderr, "wsprof: %s: %s while indexing\n", ix->trace_path, wsprof_strerror(err));
 		return 1;
@@ -257,15 +244,20 @@ int wsp_tindex_open(const char *path, struct wsp_tindex **out)
 		free(ix);
 		return 1;
 	}
+	/* The whole trace's figures are where the moments are: an index
+	 * whose own do not read is built again. */
 	ix->path = tindex_path(path);
 	if (!ix->path || map_index(ix, ix->path, &ix->id) || open_whole(ix)) {
 		forget(ix);
-		if (build_kept(ix)) {
+		wsp_loaded_free(&ix->whole);
+		if (build_kept(ix) || (err = open_whole(ix)) < 0) {
+			if (err < 0)
+				fprintf(stderr, "wsprof: %s: %s while indexing\n", path, wsprof_strerror(err));
 			wsp_tindex_close(ix);
 			return 1;
 		}
 	}
-	warn_status(path, &ix->status);
+	wsp_load_warn(path, &ix->status);
 	*out = ix;
 	return 0;
 }
@@ -275,6 +267,7 @@ void wsp_tindex_close(struct wsp_tindex *ix)
 	if (!ix)
 		return;
 	forget(ix);
+	wsp_loaded_free(&ix->whole);
 	free(ix->path);
 	free(ix);
 }
@@ -291,17 +284,6 @@ const struct wsp_loaded *wsp_tindex_whole(const struct wsp_tindex *ix)
 
 /* ---- a moment -------------------------------------------------------------- */
 
-/* A count of items of at least min_bytes each: no more than the bytes left. */
-static size_t get_count_of(struct wsp_cursor *c, size_t min_bytes)
-{
-	uint64_t n = wsp_get_varint(c);
-	if (c->bad || n > (uint64_t)(c->end - c->p) / min_bytes) {
-		c->bad = true;
-		return 0;
-	}
-	return (size_t)n;
-}
-
 /* The tables into a reader started at a checkpoint. @return 0 or -errno. */
 static int seed_tables(struct wsp_tindex *ix, wsprof_trace *t)
 {
@@ -309,12 +291,12 @@ static int seed_tables(struct wsp_tindex *ix, wsprof_trace *t)
 		return -EINVAL;
 	struct wsp_cursor c = { ix->tables_raw, ix->tables_raw + ix->tables_len, false };
 	int err = 0;
-	size_t nn = get_count_of(&c, 3);
+	size_t nn = wsp_cursor_count(&c, 3);
 	for (size_t i = 0; i < nn && !err && !c.bad; i++) {
 		uint64_t id = wsp_get_varint(&c), parent = wsp_get_varint(&c), ip = wsp_get_varint(&c);
 		err = wsp_trace_seed_stack(t, id, parent, ip);
 	}
-	size_t nc = get_count_of(&c, 5);
+	size_t nc = wsp_cursor_count(&c, 5);
 	for (size_t i = 0; i < nc && !err && !c.bad; i++) {
 		wsprof_pycode code = { 0 };
 		size_t ql, fl;
@@ -361,7 +343,7 @@ static int seed_modules(wsprof_trace *t, struct wsp_cursor *c)
 		uint64_t base = wsp_get_varint(&m);
 		size_t pl, bl;
 		const uint8_t *path = wsp_get_bytes(&m, &pl), *bid = wsp_get_bytes(&m, &bl);
-		size_t nsegs = get_count_of(&m, 2);
+		size_t nsegs = wsp_cursor_count(&m, 2);
 		uint64_t(*segs)[2] = nsegs ? calloc(nsegs, sizeof *segs) : NULL;
 		if (nsegs && !segs)
 			return -ENOMEM;
@@ -543,7 +525,8 @@ int wsp_tindex_find(const char *path, struct wsp_tindex **out)
 	int err = tindex_ident_of(path, &ix->id);
 	if (!err && !(ix->path = tindex_path(path)))
 		err = -ENOENT;
-	if (!err && ((err = map_index(ix, ix->path, &ix->id)) || (err = open_whole(ix))))
+	/* Not the whole trace's figures: whoever finds it has loaded them. */
+	if (!err && (err = map_index(ix, ix->path, &ix->id)))
 		err = err == -EINVAL ? -ENOENT : err;
 	if (err) {
 		wsp_tindex_close(ix);

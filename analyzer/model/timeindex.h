@@ -46,7 +46,8 @@ void wsp_tindex_info(const struct wsp_tindex *ix, struct wsp_tindex_info *info);
 
 /* The whole trace as a loaded one whose model is a state model at the end
  * (finished, with its failures): the figures that say where the moments
- * are. Its trace is a reader with the header only; no symbols. Owned by ix. */
+ * are. Its trace is a reader with the header only; no symbols. Owned by
+ * ix; read by wsp_tindex_open only. */
 const struct wsp_loaded *wsp_tindex_whole(const struct wsp_tindex *ix);
 
 /* The trace replayed up to a moment - after the event numbered stop_seq,
@@ -65,8 +66,10 @@ int wsp_tindex_replay_named(struct wsp_tindex *ix, uint64_t stop_seq, uint64_t s
 			    struct wsp_loaded *out);
 
 /* The index kept for the trace at path, if there is one and it is the
- * trace's; nothing is built or printed. @return 0, -ENOENT (none, stale
- * or damaged) or another -errno. */
+ * trace's; nothing is built or printed, and the whole trace's figures are
+ * not read (wsp_tindex_whole's model is NULL: whoever finds an index this
+ * way has loaded the trace). @return 0, -ENOENT (none, stale or damaged)
+ * or another -errno. */
 int wsp_tindex_find(const char *path, struct wsp_tindex **out);
 
 /* wsp_load_following, and the trace's index in *ix: the one kept, or one

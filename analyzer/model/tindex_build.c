@@ -17,6 +17,7 @@
 #include "tindex_internal.h"
 
 #include "grow.h"
+#include "kept.h"
 #include "progress.h"
 #include "resume.h"
 
@@ -76,42 +77,10 @@ int tindex_ident_of(const char *path, struct tindex_ident *id)
 	return err;
 }
 
-/* Beside the trace, else in the user's cache directory, named after the
- * trace's whole path (as TRACE.symbols: doc/symbol-cache.md). */
 char *tindex_path(const char *trace_path)
 {
 	const char *off = getenv("WSPROF_INDEX");
-	if (off && !strcmp(off, "0"))
-		return NULL;
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", trace_path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = 0;
-	else
-		snprintf(dir, sizeof dir, ".");
-	char path[2 * PATH_MAX + 64];
-	if (access(dir, W_OK) == 0) {
-		snprintf(path, sizeof path, "%s.index", trace_path);
-		return strdup(path);
-	}
-	char real[PATH_MAX], base[PATH_MAX];
-	const char *home = getenv("HOME"), *xdg = getenv("XDG_CACHE_HOME");
-	if (!realpath(trace_path, real) || ((!xdg || !*xdg) && !home))
-		return NULL;
-	if (xdg && *xdg) {
-		snprintf(base, sizeof base, "%s/wsprof", xdg);
-	} else {
-		snprintf(base, sizeof base, "%s/.cache", home);
-		mkdir(base, 0700);
-		size_t n = strlen(base);
-		snprintf(base + n, sizeof base - n, "/wsprof");
-	}
-	mkdir(base, 0700);
-	const char *name = strrchr(real, '/');
-	snprintf(path, sizeof path, "%s/%s.%016llx.index", base, name ? name + 1 : real,
-		 (unsigned long long)tindex_hash((const uint8_t *)real, strlen(real), TINDEX_HASH_SEED));
-	return strdup(path);
+	return off && !strcmp(off, "0") ? NULL : wsp_kept_path(trace_path, "index");
 }
 
 int tindex_write(const char *path, const uint8_t *p, size_t n)
@@ -315,15 +284,11 @@ static void builder_free(struct wsp_tindex_build *b)
 	free(b);
 }
 
-/* A builder with its first checkpoint, an empty model of the trace's
- * options (nothing has happened before the first event). */
-static struct wsp_tindex_build *builder_new(const char *path, const struct tindex_ident *id, wsprof_trace *t)
+/* The builder's start, once t is open: its first checkpoint, an empty
+ * model of the trace's options (nothing has happened before the first
+ * event). @return 0 or -ENOMEM (what it made is freed with b). */
+static int builder_begin(struct wsp_tindex_build *b, wsprof_trace *t)
 {
-	struct wsp_tindex_build *b = calloc(1, sizeof *b);
-	if (!b)
-		return NULL;
-	b->path = path;
-	b->id = *id;
 	b->t = t;
 	b->next = tindex_spacing_min;
 	b->z = ZSTD_createCCtx();
@@ -331,19 +296,24 @@ static struct wsp_tindex_build *builder_new(const char *path, const struct tinde
 	struct wsp_model *empty = wsp_model_new(&(struct wsp_model_options){
 		.totals_only = true, .sample_bytes = proc->sample_bytes, .child = proc->parent_traced_pid != 0 });
 	/* Each blob's checksum: a damaged index is found and built again. */
-	if (!b->z || !empty || ZSTD_isError(ZSTD_CCtx_setParameter(b->z, ZSTD_c_checksumFlag, 1)) ||
-	    wsp_grow(&b->file.p, &b->file.cap, INDEX_HEADER_SIZE, 1)) {
-		wsp_model_free(empty);
-		builder_free(b);
-		return NULL;
+	int err = -ENOMEM;
+	if (b->z && empty && !ZSTD_isError(ZSTD_CCtx_setParameter(b->z, ZSTD_c_checksumFlag, 1)) &&
+	    !wsp_grow(&b->file.p, &b->file.cap, INDEX_HEADER_SIZE, 1)) {
+		memset(b->file.p, 0, INDEX_HEADER_SIZE);
+		b->file.n = INDEX_HEADER_SIZE;
+		err = checkpoint(b, empty, false);
 	}
-	memset(b->file.p, 0, INDEX_HEADER_SIZE);
-	b->file.n = INDEX_HEADER_SIZE;
-	int err = checkpoint(b, empty, false);
 	wsp_model_free(empty);
-	if (err) {
-		builder_free(b);
-		return NULL;
+	return err;
+}
+
+/* A builder of the trace at path (id its identity), not begun. */
+static struct wsp_tindex_build *builder_new(const char *path, const struct tindex_ident *id)
+{
+	struct wsp_tindex_build *b = calloc(1, sizeof *b);
+	if (b) {
+		b->path = path;
+		b->id = *id;
 	}
 	return b;
 }
@@ -415,8 +385,8 @@ int tindex_build(const char *path, const struct tindex_ident *id, struct wsp_byt
 	const wsprof_process *proc = wsprof_trace_process(t);
 	struct wsp_model *m = wsp_model_new(&(struct wsp_model_options){
 		.totals_only = true, .sample_bytes = proc->sample_bytes, .child = proc->parent_traced_pid != 0 });
-	struct wsp_tindex_build *b = m ? builder_new(path, id, t) : NULL;
-	if (!b) {
+	struct wsp_tindex_build *b = m ? builder_new(path, id) : NULL;
+	if (!b || (err = builder_begin(b, t)) < 0) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -462,42 +432,26 @@ struct wsp_tindex_build *wsp_tindex_build_new(const char *path, const struct wsp
 	struct tindex_ident id;
 	if (tindex_ident_of(path, &id) < 0)
 		return NULL;
-	/* The load's reader is opened inside it: the builder takes it at its first event. */
-	struct wsp_tindex_build *b = calloc(1, sizeof *b);
-	if (!b)
-		return NULL;
-	b->path = path;
-	b->id = id;
-	b->l = l;
+	/* The load's reader is opened inside it: the builder begins at its
+	 * first event, or at its end for a trace without any. */
+	struct wsp_tindex_build *b = builder_new(path, &id);
+	if (b)
+		b->l = l;
 	return b;
 }
 
 static int follow_event(void *arg, wsprof_trace *t, const wsprof_event *ev)
 {
 	struct wsp_tindex_build *b = arg;
-	if (!b->z) { /* the first event: the builder proper, now that the reader is open */
-		struct wsp_tindex_build *made = builder_new(b->path, &b->id, t);
-		if (!made)
-			return -ENOMEM;
-		made->l = b->l;
-		*b = *made;
-		free(made);
-	}
-	return builder_event(b, b->l->model, ev);
+	int err = b->t ? 0 : builder_begin(b, t);
+	return err < 0 ? err : builder_event(b, b->l->model, ev);
 }
 
 static int follow_end(void *arg, wsprof_trace *t)
 {
 	struct wsp_tindex_build *b = arg;
-	if (!b->z) { /* a trace without events */
-		struct wsp_tindex_build *made = builder_new(b->path, &b->id, t);
-		if (!made)
-			return -ENOMEM;
-		made->l = b->l;
-		*b = *made;
-		free(made);
-	}
-	return builder_end(b, b->l->model);
+	int err = b->t ? 0 : builder_begin(b, t);
+	return err < 0 ? err : builder_end(b, b->l->model);
 }
 
 struct wsp_follower wsp_tindex_build_follower(struct wsp_tindex_build *b)

@@ -15,6 +15,7 @@
 #include "symbols_internal.h"
 
 #include "grow.h"
+#include "kept.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -398,38 +399,9 @@ void wsp_syms_cache(struct wsp_syms *s, const char *trace_path)
 {
 	free(s->trace_path);
 	s->trace_path = strdup(trace_path);
-	char dir[PATH_MAX], path[2 * PATH_MAX + 64];
-	snprintf(dir, sizeof dir, "%s", trace_path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = 0;
-	else
-		snprintf(dir, sizeof dir, ".");
 	const char *off = getenv("WSPROF_SYMBOL_CACHE");
 	if (off && !strcmp(off, "0"))
 		return;
-	if (access(dir, W_OK) == 0) {
-		snprintf(path, sizeof path, "%s.symbols", trace_path);
-	} else {
-		/* Elsewhere, named after the trace's whole path. */
-		char real[PATH_MAX], base[PATH_MAX];
-		const char *home = getenv("HOME"), *xdg = getenv("XDG_CACHE_HOME");
-		if (!realpath(trace_path, real) || (!xdg && !home))
-			return;
-		if (xdg && *xdg)
-			snprintf(base, sizeof base, "%s/wsprof", xdg);
-		else
-			snprintf(base, sizeof base, "%s/.cache", home);
-		mkdir(base, 0700);
-		if (!xdg || !*xdg) {
-			size_t n = strlen(base);
-			snprintf(base + n, sizeof base - n, "/wsprof");
-		}
-		mkdir(base, 0700);
-		const char *name = strrchr(real, '/');
-		snprintf(path, sizeof path, "%s/%s.%016llx.symbols", base, name ? name + 1 : real,
-			 (unsigned long long)syms_hash_bytes(real, strlen(real), SYMS_HASH_SEED));
-	}
 	free(s->cache_path);
-	s->cache_path = strdup(path);
+	s->cache_path = wsp_kept_path(trace_path, "symbols");
 }
